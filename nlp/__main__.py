@@ -1,0 +1,5 @@
+import sys
+
+from nlp.cli import main
+
+sys.exit(main())

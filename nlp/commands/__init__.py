@@ -1,0 +1,1 @@
+"""One module per `nlp` subcommand; each defines `register(subparsers)` (see nlp/cli.py)."""
