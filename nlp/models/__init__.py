@@ -1,1 +1,22 @@
-"""nlp.models"""
+"""nlp.models: the ERNIE / Chinese-BERT encoder family, its configs, presets and checkpoint I/O.
+
+Models load from a local transformers-format directory (`config.json` + `model.safetensors`);
+finding and downloading one is the hub's job (nlp.hub, glued in nlp.auto).
+"""
+
+from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
+from .config import ErnieConfig
+from .ernie import ErnieForMaskedLM, ErnieModel
+from .presets import PRESETS, preset_config
+
+__all__ = [
+    "ErnieConfig",
+    "PreTrainedEncoder",
+    "ErnieModel",
+    "ErnieForMaskedLM",
+    "EncoderOutput",
+    "MaskedLMOutput",
+    "PRESETS",
+    "preset_config",
+    # --- PaddleNLP converter exports (added by the converter's owner) ---
+]

@@ -1,0 +1,213 @@
+"""Architecture config of the ERNIE / Chinese-BERT family, as a typed dataclass.
+
+The JSON form uses transformers' ErnieConfig / BertConfig field names, so a `config.json` written
+here loads in transformers and the other way round. Keys this class does not model (for example
+`directionality`, `pooler_fc_size` of the BERT cards, or `architectures`) are kept in `extra` and
+written back unchanged, so a round trip never loses information.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nlp._common import ConfigError, atomic_write, did_you_mean
+
+__all__ = ["ErnieConfig", "CONFIG_NAME", "SUPPORTED_ACTIVATIONS"]
+
+CONFIG_NAME = "config.json"
+
+# Activations the encoder implements (the names transformers' ACT2FN uses for them).
+SUPPORTED_ACTIVATIONS = ("gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "silu", "swish")
+_MODEL_TYPES = ("ernie", "bert")
+# Fields only ERNIE has; written for model_type "ernie" only, so a BERT config.json stays a
+# plain BertConfig.
+_ERNIE_ONLY = ("task_type_vocab_size", "use_task_id")
+
+
+@dataclass
+class ErnieConfig:
+    """Hyper-parameters of an ERNIE / BERT encoder (defaults: transformers' ErnieConfig)."""
+
+    vocab_size: int = 30522  # ERNIE 1.0 uses 18000, ERNIE 3.0 40000, Chinese BERT 21128
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"  # ERNIE 1.0 / 2.0 zh checkpoints were trained with "relu"
+    hidden_dropout_prob: float = 0.1
+    # Any value > 0 makes SDPA fall back from its fused CPU flash kernel to the unfused math
+    # path (about 2.7x slower attention at 128 tokens); set 0.0 when fine-tuning for speed.
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512  # ERNIE 1.0: 513, ERNIE 3.0: 2048
+    type_vocab_size: int = 2  # ERNIE 3.0: 4
+    task_type_vocab_size: int = 3  # ERNIE 3.0 task-type embedding rows (3 for base, 16 others)
+    use_task_id: bool = False  # True for ERNIE 3.0 (not tiny v2); adds task_type_embeddings
+    initializer_range: float = 0.02
+    # transformers' and PaddleNLP's default; the torch ports of ERNIE on the HF hub declare 1e-5
+    # although Paddle trained them with 1e-12 (see presets.py).
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int | None = 0
+    model_type: str = "ernie"
+    tie_word_embeddings: bool = True  # the MLM decoder shares the word-embedding matrix
+    # Head fields transformers keeps in the same config.json.
+    classifier_dropout: float | None = None  # None: heads use hidden_dropout_prob
+    num_labels: int | None = None  # derived from id2label when that is given
+    id2label: dict[int, str] | None = None
+    label2id: dict[str, int] | None = None
+    problem_type: str | None = None
+    # Unknown keys of a loaded config.json, written back unchanged.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._normalise_labels()
+        self._validate()
+
+    # ------------------------------------------------------------------ validation
+    def _normalise_labels(self) -> None:
+        if self.id2label is not None:
+            try:
+                self.id2label = {int(k): str(v) for k, v in dict(self.id2label).items()}
+            except (TypeError, ValueError) as e:
+                raise ConfigError(
+                    f"id2label must map integer ids to label names, got {self.id2label!r}"
+                ) from e
+            if self.num_labels is not None and self.num_labels != len(self.id2label):
+                raise ConfigError(
+                    f"num_labels={self.num_labels} disagrees with id2label, which has "
+                    f"{len(self.id2label)} labels; pass one of them, not both"
+                )
+            self.num_labels = len(self.id2label)
+        else:
+            n = 2 if self.num_labels is None else self.num_labels
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ConfigError(f"num_labels must be an int >= 1, got {n!r}")
+            self.num_labels = n
+            self.id2label = {i: f"LABEL_{i}" for i in range(n)}
+        if self.label2id is None:
+            self.label2id = {v: k for k, v in self.id2label.items()}
+        else:
+            self.label2id = {str(k): int(v) for k, v in dict(self.label2id).items()}
+
+    def _validate(self) -> None:
+        positive = (
+            "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+            "intermediate_size", "max_position_embeddings", "type_vocab_size",
+            "task_type_vocab_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive int, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(
+                f"hidden_size={self.hidden_size} is not divisible by "
+                f"num_attention_heads={self.num_attention_heads}; pick a head count that divides it"
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
+            value = getattr(self, name)
+            if value is None and name == "classifier_dropout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ConfigError(f"{name} must be a float in [0, 1), got {value!r}")
+        if self.hidden_act not in SUPPORTED_ACTIVATIONS:
+            raise ConfigError(
+                f"hidden_act={self.hidden_act!r} is not supported; valid: "
+                f"{', '.join(SUPPORTED_ACTIVATIONS)}.{did_you_mean(self.hidden_act, SUPPORTED_ACTIVATIONS)}"
+            )
+        if self.model_type not in _MODEL_TYPES:
+            raise ConfigError(
+                f"model_type={self.model_type!r} is not supported; valid: {', '.join(_MODEL_TYPES)}"
+            )
+        if isinstance(self.layer_norm_eps, bool) or not isinstance(self.layer_norm_eps, (int, float)) \
+                or not 0 < self.layer_norm_eps < 1:
+            raise ConfigError(f"layer_norm_eps must be a float in (0, 1), got {self.layer_norm_eps!r}")
+        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+            raise ConfigError(f"initializer_range must be > 0, got {self.initializer_range!r}")
+        if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
+            raise ConfigError(
+                f"pad_token_id={self.pad_token_id} is outside the vocabulary [0, {self.vocab_size})"
+            )
+        if not isinstance(self.use_task_id, bool):
+            raise ConfigError(f"use_task_id must be true or false, got {self.use_task_id!r}")
+        if self.use_task_id and self.model_type == "bert":
+            raise ConfigError(
+                "use_task_id=True needs model_type='ernie' (BERT has no task-type embedding)"
+            )
+
+    # ------------------------------------------------------------------ dict / JSON
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "ErnieConfig":
+        """Build from a transformers-style dict; unknown keys go to `extra`.
+
+        `num_labels` in `overrides` replaces the label maps of `data`, as in transformers.
+        """
+        data = {**data, **overrides}
+        if "num_labels" in overrides and "id2label" not in overrides:
+            if data.get("id2label") is not None and len(data["id2label"]) != overrides["num_labels"]:
+                data.pop("id2label", None)
+                data.pop("label2id", None)
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        extra = {k: v for k, v in data.items() if k not in known and k != "extra"}
+        if isinstance(data.get("extra"), dict):
+            extra.update(data["extra"])
+        if "num_labels" in kwargs and kwargs.get("id2label") is not None:
+            if len(kwargs["id2label"]) == kwargs["num_labels"]:
+                kwargs.pop("num_labels")
+        return cls(**kwargs, extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The transformers-style dict (keys sorted, labels with string ids like transformers)."""
+        out: dict[str, Any] = dict(self.extra)
+        for f in dataclasses.fields(self):
+            if f.name in ("extra", "num_labels"):
+                continue
+            if f.name in _ERNIE_ONLY and self.model_type != "ernie":
+                continue
+            out[f.name] = getattr(self, f.name)
+        out["id2label"] = {str(k): v for k, v in self.id2label.items()}
+        return dict(sorted(out.items()))
+
+    def to_json_string(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json_file(cls, path: str | os.PathLike, **overrides: Any) -> "ErnieConfig":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"no config file at {path}") from None
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path} is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} must hold a JSON object, got {type(data).__name__}")
+        return cls.from_dict(data, **overrides)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, **overrides: Any) -> "ErnieConfig":
+        """Read `config.json` from a local model directory (or the file itself)."""
+        path = Path(directory)
+        if path.is_dir():
+            path = path / CONFIG_NAME
+        return cls.from_json_file(path, **overrides)
+
+    def save_pretrained(self, directory: str | os.PathLike) -> Path:
+        """Write `config.json` atomically; returns its path."""
+        path = Path(directory) / CONFIG_NAME
+        with atomic_write(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json_string())
+        return path
+
+    def replace(self, **changes: Any) -> "ErnieConfig":
+        """A copy with some fields changed (validated again)."""
+        return self.from_dict(self.to_dict(), **changes)

@@ -1,0 +1,327 @@
+"""ERNIE (and the BERT-architecture Chinese checkpoints): a post-LayerNorm Transformer encoder.
+
+Papers: ERNIE (Sun et al. 2019, arXiv:1904.09223); ERNIE 3.0 (Sun et al. 2021, arXiv:2107.02137);
+BERT (Devlin et al. 2018, arXiv:1810.04805). Reference code: PaddleNLP
+`paddlenlp/transformers/ernie/modeling.py` and transformers `models/ernie/modeling_ernie.py`
+(both Apache-2.0). Weights: the ERNIE checkpoints are published by Baidu under Apache-2.0, the
+Chinese BERT/RoBERTa/MacBERT checkpoints by Google and HFL under Apache-2.0.
+
+Written here from the papers' architecture, not wrapping transformers: one fused QKV projection,
+attention through `scaled_dot_product_attention` (or flash-attn's varlen kernel for packed rows
+on CUDA), packed rows (several sequences per row, block-diagonal attention), per-layer gradient
+checkpointing. The checkpoint-key table at the end maps these names to transformers' on disk.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from nlp._common import DataError
+
+from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
+from .config import ErnieConfig
+
+try:  # optional: only used on CUDA for packed rows
+    from flash_attn import flash_attn_varlen_func as _flash_varlen
+except ImportError:  # pragma: no cover - not installed on CPU machines
+    _flash_varlen = None
+
+__all__ = ["ErnieModel", "ErnieForMaskedLM", "ErnieConfig"]
+
+
+def _activation(name: str):
+    if name == "gelu":
+        return F.gelu
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda x: F.gelu(x, approximate="tanh")
+    if name == "relu":
+        return F.relu
+    if name in ("silu", "swish"):
+        return F.silu
+    raise ValueError(f"unsupported activation {name!r}")  # ErnieConfig validates before this
+
+
+# ---------------------------------------------------------------------------------- attention mask
+@dataclass
+class _Attention:
+    """What every layer needs to attend: an SDPA mask, or the varlen layout of packed rows."""
+
+    mask: torch.Tensor | None = None  # bool, True = may attend; (B,1,1,T) or (B,1,T,T); None = all
+    # flash-attn varlen (packed rows on CUDA): flat indices of real tokens, cumulative lengths
+    indices: torch.Tensor | None = None
+    cu_seqlens: torch.Tensor | None = None
+    max_seqlen: int = 0
+
+
+def _build_attention(attention_mask, pack_ids, device_type: str, dtype: torch.dtype) -> _Attention:
+    if pack_ids is not None:
+        if (_flash_varlen is not None and device_type == "cuda"
+                and dtype in (torch.float16, torch.bfloat16)):
+            flat = pack_ids.reshape(-1)
+            indices = torch.nonzero(flat > 0, as_tuple=False).flatten()
+            row = torch.div(indices, pack_ids.shape[1], rounding_mode="floor")
+            seq_key = row * (int(pack_ids.max()) + 1) + flat[indices]  # unique per (row, seq)
+            _, lengths = torch.unique_consecutive(seq_key, return_counts=True)
+            cu = F.pad(torch.cumsum(lengths, 0, dtype=torch.int32), (1, 0))
+            return _Attention(indices=indices, cu_seqlens=cu, max_seqlen=int(lengths.max()))
+        # Block-diagonal: a token sees the tokens of its own sequence. Padding (id 0) sees
+        # padding only, so no query row is fully masked (which would give NaN).
+        mask = pack_ids[:, None, :, None] == pack_ids[:, None, None, :]  # (B,1,T,T)
+        return _Attention(mask=mask)
+    if attention_mask is None or bool(attention_mask.all()):
+        return _Attention()  # no padding: SDPA without a mask (its fastest path)
+    return _Attention(mask=attention_mask[:, None, None, :].bool())  # (B,1,1,T) key padding
+
+
+# ---------------------------------------------------------------------------------- blocks
+class ErnieEmbeddings(nn.Module):
+    """word + position + token-type (+ task-type) embeddings, LayerNorm, dropout."""
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__()
+        h = config.hidden_size
+        self.word = nn.Embedding(config.vocab_size, h, padding_idx=config.pad_token_id)
+        self.position = nn.Embedding(config.max_position_embeddings, h)
+        self.token_type = nn.Embedding(config.type_vocab_size, h)
+        self.task_type = nn.Embedding(config.task_type_vocab_size, h) if config.use_task_id else None
+        self.norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.dropout = config.hidden_dropout_prob
+
+    def forward(self, input_ids, token_type_ids, task_type_ids, position_ids) -> torch.Tensor:
+        T = input_ids.shape[1]
+        x = self.word(input_ids)  # (B, T, H)
+        # Default ids are all-zero / 0..T-1: add the rows directly instead of gathering.
+        x = x + (self.position.weight[:T] if position_ids is None else self.position(position_ids))
+        x = x + (self.token_type.weight[0] if token_type_ids is None else self.token_type(token_type_ids))
+        if self.task_type is not None:
+            x = x + (self.task_type.weight[0] if task_type_ids is None else self.task_type(task_type_ids))
+        return F.dropout(self.norm(x), self.dropout, self.training)
+
+
+class ErnieLayer(nn.Module):
+    """Post-LN block: x = LN(x + Drop(Attn(x))); x = LN(x + Drop(FFN(x)))."""
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__()
+        h = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.head_dim
+        self.qkv = nn.Linear(h, 3 * h)  # one matmul for q, k, v (rows: q; k; v)
+        self.attn_out = nn.Linear(h, h)
+        self.attn_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.ffn_in = nn.Linear(h, config.intermediate_size)
+        self.ffn_out = nn.Linear(config.intermediate_size, h)
+        self.ffn_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.act = _activation(config.hidden_act)
+        self.hidden_dropout = config.hidden_dropout_prob
+        self.attn_dropout = config.attention_probs_dropout_prob
+
+    def attend(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
+        B, T, H = x.shape
+        p = self.attn_dropout if self.training else 0.0
+        qkv = self.qkv(x)  # (B, T, 3H)
+        if attn.indices is not None:  # packed rows, flash-attn varlen on CUDA
+            qkv = qkv.reshape(B * T, 3, self.num_heads, self.head_dim)[attn.indices]  # (N, 3, nh, hd)
+            q, k, v = qkv.unbind(1)
+            ctx = _flash_varlen(q, k, v, attn.cu_seqlens, attn.cu_seqlens, attn.max_seqlen,
+                                attn.max_seqlen, dropout_p=p, causal=False)  # (N, nh, hd)
+            out = ctx.new_zeros(B * T, H)
+            out[attn.indices] = ctx.reshape(-1, H)
+            return out.view(B, T, H)
+        q, k, v = qkv.view(B, T, 3, self.num_heads, self.head_dim).unbind(2)  # (B, T, nh, hd)
+        ctx = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),  # (B, nh, T, hd)
+            attn_mask=attn.mask, dropout_p=p,
+        )
+        return ctx.transpose(1, 2).reshape(B, T, H)
+
+    def forward(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
+        p = self.hidden_dropout if self.training else 0.0
+        x = self.attn_norm(x + F.dropout(self.attn_out(self.attend(x, attn)), p, self.training))
+        h = self.ffn_out(self.act(self.ffn_in(x)))
+        return self.ffn_norm(x + F.dropout(h, p, self.training))
+
+
+# ---------------------------------------------------------------------------------- models
+class ErnieModel(PreTrainedEncoder):
+    """The backbone: embeddings, encoder layers, pooler (dense + tanh on each sequence's [CLS])."""
+
+    _HF_SUFFIX = "Model"
+
+    def __init__(self, config: ErnieConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config)
+        self.embeddings = ErnieEmbeddings(config)
+        self.layers = nn.ModuleList(ErnieLayer(config) for _ in range(config.num_hidden_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
+        self.gradient_checkpointing = False
+        self.post_init()
+
+    def _check_inputs(self, input_ids, attention_mask, token_type_ids, task_type_ids,
+                      position_ids, pack_ids) -> None:
+        c = self.config
+        if not isinstance(input_ids, torch.Tensor):
+            raise TypeError(f"input_ids must be a torch.Tensor, got {type(input_ids).__name__}")
+        if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
+            raise TypeError(f"input_ids must be an integer tensor (torch.long), got {input_ids.dtype}")
+        if input_ids.dim() != 2:
+            raise DataError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}")
+        B, T = input_ids.shape
+        if T > c.max_position_embeddings and position_ids is None:
+            raise DataError(
+                f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}; "
+                f"truncate the input (tokenizer truncation=True, max_length<={c.max_position_embeddings})"
+            )
+        if input_ids.numel():
+            lo, hi = int(input_ids.min()), int(input_ids.max())
+            if lo < 0 or hi >= c.vocab_size:
+                raise DataError(
+                    f"input_ids holds id {hi if hi >= c.vocab_size else lo}, outside the vocabulary "
+                    f"[0, {c.vocab_size}); the tokenizer does not match this model's vocab_size"
+                )
+        for name, value, limit in (
+            ("attention_mask", attention_mask, None),
+            ("token_type_ids", token_type_ids, c.type_vocab_size),
+            ("task_type_ids", task_type_ids, c.task_type_vocab_size),
+            ("position_ids", position_ids, c.max_position_embeddings),
+            ("pack_ids", pack_ids, None),
+        ):
+            if value is None:
+                continue
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+            if tuple(value.shape) != (B, T):
+                raise DataError(
+                    f"{name} has shape {tuple(value.shape)} but input_ids has {(B, T)}; they must match"
+                )
+            if value.dtype.is_floating_point and name != "attention_mask":
+                raise TypeError(f"{name} must be an integer tensor, got {value.dtype}")
+            if limit is not None and value.numel():
+                lo, hi = int(value.min()), int(value.max())
+                if lo < 0 or hi >= limit:
+                    raise DataError(f"{name} holds {hi if hi >= limit else lo}, outside [0, {limit})")
+        if task_type_ids is not None and not c.use_task_id:
+            raise DataError("task_type_ids given but this model has no task-type embedding (use_task_id=False)")
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
+                ) -> EncoderOutput:
+        self._check_inputs(input_ids, attention_mask, token_type_ids, task_type_ids, position_ids, pack_ids)
+        if pack_ids is not None and position_ids is None:
+            position_ids = _positions_from_pack_ids(pack_ids)
+        x = self.embeddings(input_ids, token_type_ids, task_type_ids, position_ids)
+        attn = _build_attention(attention_mask, pack_ids, x.device.type, x.dtype)
+        for layer in self.layers:
+            if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
+                x = checkpoint(layer, x, attn, use_reentrant=False)
+            else:
+                x = layer(x, attn)
+        pooled = None
+        if self.pooler is not None:
+            if pack_ids is not None:  # one [CLS] per packed sequence, row-major
+                first = pack_ids.gt(0) & pack_ids.ne(F.pad(pack_ids, (1, 0))[:, :-1])
+                cls = x[first]  # (S, H)
+            else:
+                cls = x[:, 0]  # (B, H)
+            pooled = torch.tanh(self.pooler(cls))
+        return EncoderOutput(last_hidden_state=x, pooler_output=pooled)
+
+    def _backbone_key_map(self) -> dict[str, list[str]]:
+        return _to_hf_keys(self.state_dict().keys())
+
+
+def _positions_from_pack_ids(pack_ids: torch.Tensor) -> torch.Tensor:
+    """0, 1, 2, ... restarting at each new sequence of a packed row (padding gets 0)."""
+    B, T = pack_ids.shape
+    idx = torch.arange(T, device=pack_ids.device).expand(B, T)
+    start = pack_ids.ne(F.pad(pack_ids, (1, 0), value=-1)[:, :-1])  # first token of each run
+    start_idx = torch.where(start, idx, torch.zeros_like(idx)).cummax(dim=1).values
+    return (idx - start_idx) * pack_ids.gt(0)
+
+
+class ErnieForMaskedLM(PreTrainedEncoder):
+    """Backbone (no pooler) + MLM head: dense, activation, LayerNorm, decoder tied to the word
+    embeddings, plus an output bias."""
+
+    _HF_SUFFIX = "ForMaskedLM"
+    _HEAD_KEYS = {
+        "mlm_dense.weight": "cls.predictions.transform.dense.weight",
+        "mlm_dense.bias": "cls.predictions.transform.dense.bias",
+        "mlm_norm.weight": "cls.predictions.transform.LayerNorm.weight",
+        "mlm_norm.bias": "cls.predictions.transform.LayerNorm.bias",
+        "mlm_bias": "cls.predictions.bias",
+    }
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__(config)
+        self.backbone = ErnieModel(config, add_pooling_layer=False)
+        self.mlm_dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.mlm_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.mlm_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.act = _activation(config.hidden_act)
+        self.post_init()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> MaskedLMOutput:
+        x = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
+                          position_ids, pack_ids).last_hidden_state
+        h = self.mlm_norm(self.act(self.mlm_dense(x)))
+        logits = F.linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # tied decoder
+        loss = None
+        if labels is not None:
+            if tuple(labels.shape) != tuple(input_ids.shape):
+                raise DataError(f"labels has shape {tuple(labels.shape)}, input_ids {tuple(input_ids.shape)}")
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+# ---------------------------------------------------------------------------------- checkpoint keys
+# Our backbone name -> transformers' name(s), relative to the backbone. "{i}" is the layer index.
+# The fused qkv is stored as three tensors (query, key, value), concatenated on dim 0 in memory.
+_KEY_TABLE: dict[str, tuple[str, ...]] = {
+    "embeddings.word.weight": ("embeddings.word_embeddings.weight",),
+    "embeddings.position.weight": ("embeddings.position_embeddings.weight",),
+    "embeddings.token_type.weight": ("embeddings.token_type_embeddings.weight",),
+    "embeddings.task_type.weight": ("embeddings.task_type_embeddings.weight",),
+    "embeddings.norm.weight": ("embeddings.LayerNorm.weight",),
+    "embeddings.norm.bias": ("embeddings.LayerNorm.bias",),
+    "layers.{i}.qkv.weight": ("encoder.layer.{i}.attention.self.query.weight",
+                              "encoder.layer.{i}.attention.self.key.weight",
+                              "encoder.layer.{i}.attention.self.value.weight"),
+    "layers.{i}.qkv.bias": ("encoder.layer.{i}.attention.self.query.bias",
+                            "encoder.layer.{i}.attention.self.key.bias",
+                            "encoder.layer.{i}.attention.self.value.bias"),
+    "layers.{i}.attn_out.weight": ("encoder.layer.{i}.attention.output.dense.weight",),
+    "layers.{i}.attn_out.bias": ("encoder.layer.{i}.attention.output.dense.bias",),
+    "layers.{i}.attn_norm.weight": ("encoder.layer.{i}.attention.output.LayerNorm.weight",),
+    "layers.{i}.attn_norm.bias": ("encoder.layer.{i}.attention.output.LayerNorm.bias",),
+    "layers.{i}.ffn_in.weight": ("encoder.layer.{i}.intermediate.dense.weight",),
+    "layers.{i}.ffn_in.bias": ("encoder.layer.{i}.intermediate.dense.bias",),
+    "layers.{i}.ffn_out.weight": ("encoder.layer.{i}.output.dense.weight",),
+    "layers.{i}.ffn_out.bias": ("encoder.layer.{i}.output.dense.bias",),
+    "layers.{i}.ffn_norm.weight": ("encoder.layer.{i}.output.LayerNorm.weight",),
+    "layers.{i}.ffn_norm.bias": ("encoder.layer.{i}.output.LayerNorm.bias",),
+    "pooler.weight": ("pooler.dense.weight",),
+    "pooler.bias": ("pooler.dense.bias",),
+}
+
+
+def _to_hf_keys(names) -> dict[str, list[str]]:
+    out = {}
+    for name in names:
+        parts = name.split(".")
+        if parts[0] == "layers":
+            i = parts[1]
+            template = ".".join(["layers", "{i}", *parts[2:]])
+            out[name] = [t.format(i=i) for t in _KEY_TABLE[template]]
+        else:
+            out[name] = list(_KEY_TABLE[name])
+    return out
