@@ -186,22 +186,25 @@ def _is_token_labels(feats: list[dict[str, Any]], kind: str, who: str) -> bool:
 
 
 def _split_keys(
-    feats: list[dict[str, Any]], handled: Sequence[str], keep: Sequence[str], drop: Sequence[str], who: str
+    feats: list[dict[str, Any]], handled: Sequence[str], keep: Sequence[str] | None, drop: Sequence[str], who: str
 ) -> tuple[list[str], list[str]]:
+    """keep=None: the collator cannot pass keys through (packing reorders sequences)."""
     """Return (keys to process, keys to pass through); raise on any key we do not know."""
     process, passthrough = [], []
     for key in feats[0]:
-        if key in keep:
+        if keep and key in keep:
             passthrough.append(key)
         elif key in handled:
             process.append(key)
         elif key in drop:
             continue
         else:
+            fix = "add it to drop_keys=(...) to drop it"
+            if keep is not None:
+                fix = "add it to keep_keys=(...) to pass it through as a python list, or " + fix
             raise DataError(
                 f"{who}: unknown feature key {key!r}.{did_you_mean(key, handled)} Known keys: "
-                f"{sorted(handled)}. Add it to keep_keys=(...) to pass it through as a python "
-                f"list, or to drop_keys=(...) to drop it."
+                f"{sorted(handled)}; {fix}."
             )
     return process, passthrough
 
@@ -402,7 +405,7 @@ class PackingCollator:
                     f"{who}: {key!r} (extractive QA) cannot be packed: span logits over a packed "
                     "row mix sequences. Use DataCollatorWithPadding for QA."
                 )
-        process, _ = _split_keys(feats, handled, (), self.drop_keys, who)
+        process, _ = _split_keys(feats, handled, None, self.drop_keys, who)
 
         seq_keys = [k for k in ("input_ids", *_TOKEN_KEYS_PAD) if k in process]
         token_labels = "labels" in process and _is_token_labels(feats, self.label_kind, who)

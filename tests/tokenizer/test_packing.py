@@ -110,6 +110,9 @@ def test_bad_features_rejected():
         PackingCollator(8, strategy="best_fit_decrease")
     with pytest.raises(DataError, match="max_length"):
         PackingCollator(0)
+    with pytest.raises(DataError, match=r"unknown feature key 'tokentype_ids'\. Did you mean 'token_type_ids'\?.*; add it to drop_keys"):
+        PackingCollator(8)([{"input_ids": [1], "tokentype_ids": [0]}])
+    assert "example_id" not in PackingCollator(8)([{"input_ids": [1], "example_id": "a"}])
 
 
 def test_cu_seqlens():
