@@ -321,7 +321,9 @@ def _next_fit_rows(lengths: Sequence[int], max_length: int) -> list[list[int]]:
     return rows
 
 
-def _best_fit_decreasing(lengths: Sequence[int], max_length: int, order: Sequence[int] | None = None) -> list[list[int]]:
+def _best_fit_decreasing(
+    lengths: Sequence[int], max_length: int, order: Sequence[int] | None = None
+) -> list[list[int]]:
     """Bin packing: longest first, each into the fullest bin where it fits. O(n * max_length).
 
     Bins are indexed by remaining capacity, so the search is a scan of at most max_length
@@ -388,7 +390,8 @@ class PackingCollator:
         if not isinstance(self.max_length, int) or self.max_length < 1:
             raise DataError(f"max_length={self.max_length!r}; use a positive int")
         if self.strategy not in _PACK_STRATEGIES:
-            raise DataError(f"strategy={self.strategy!r}.{did_you_mean(self.strategy, _PACK_STRATEGIES)} Valid: {_PACK_STRATEGIES}")
+            hint = did_you_mean(self.strategy, _PACK_STRATEGIES)
+            raise DataError(f"strategy={self.strategy!r}.{hint} Valid: {_PACK_STRATEGIES}")
         if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
             raise DataError(f"pad_to_multiple_of={self.pad_to_multiple_of}; use a positive int or None")
         if self.label_kind not in _LABEL_KINDS:

@@ -86,7 +86,8 @@ def test_token_labels_and_multilabel():
 
 
 def test_task_type_ids_and_given_position_ids_are_kept():
-    feats = [{"input_ids": [1, 2], "task_type_ids": [3, 3], "position_ids": [5, 6]}, {"input_ids": [3], "task_type_ids": [4], "position_ids": [0]}]
+    feats = [{"input_ids": [1, 2], "task_type_ids": [3, 3], "position_ids": [5, 6]},
+             {"input_ids": [3], "task_type_ids": [4], "position_ids": [0]}]
     batch = PackingCollator(8)(feats)
     assert batch["task_type_ids"].tolist() == [[3, 3, 4]]
     assert batch["position_ids"].tolist() == [[5, 6, 0]]
@@ -110,7 +111,8 @@ def test_bad_features_rejected():
         PackingCollator(8, strategy="best_fit_decrease")
     with pytest.raises(DataError, match="max_length"):
         PackingCollator(0)
-    with pytest.raises(DataError, match=r"unknown feature key 'tokentype_ids'\. Did you mean 'token_type_ids'\?.*; add it to drop_keys"):
+    unknown = r"unknown feature key 'tokentype_ids'\. Did you mean 'token_type_ids'\?.*; add it to drop_keys"
+    with pytest.raises(DataError, match=unknown):
         PackingCollator(8)([{"input_ids": [1], "tokentype_ids": [0]}])
     assert "example_id" not in PackingCollator(8)([{"input_ids": [1], "example_id": "a"}])
 
