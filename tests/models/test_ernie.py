@@ -1,0 +1,199 @@
+"""Every preset (shrunk): forward, backward, save/load; packing; checkpointing; bad inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nlp._common import DataError
+from nlp.models import PRESETS, ErnieForMaskedLM, ErnieModel, preset_config
+
+
+def tiny(name: str, **kw):
+    """The preset's architecture kind (activation, task ids, token types, eps) at toy size."""
+    return preset_config(name, vocab_size=101, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, intermediate_size=48, max_position_embeddings=64, **kw)
+
+
+def batch_for(config, B=2, T=9, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    batch = {"input_ids": torch.randint(1, config.vocab_size, (B, T), generator=g),
+             "token_type_ids": torch.randint(0, config.type_vocab_size, (B, T), generator=g),
+             "attention_mask": torch.ones(B, T, dtype=torch.long)}
+    batch["attention_mask"][0, 6:] = 0
+    if config.use_task_id:
+        batch["task_type_ids"] = torch.randint(0, config.task_type_vocab_size, (B, T), generator=g)
+    return batch
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_preset_forward_backward_save_load(tmp_path, name):
+    torch.manual_seed(0)
+    config = tiny(name)
+    model = ErnieForMaskedLM(config).train()
+    batch = batch_for(config)
+    out = model(**batch, labels=batch["input_ids"])
+    assert out.logits.shape == (2, 9, 101) and torch.isfinite(out.loss)
+    out.loss.backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    model.eval().save_pretrained(tmp_path)
+    again = ErnieForMaskedLM.from_pretrained(tmp_path)
+    assert again.config.to_dict() == model.config.replace().to_dict() | {
+        "architectures": again.config.extra["architectures"]}
+    with torch.no_grad():
+        torch.testing.assert_close(again(**batch).logits, model(**batch).logits, rtol=0, atol=0)
+
+
+def test_preset_hyperparameters_follow_paddlenlp_and_cards():
+    e1 = PRESETS["ernie-1.0-base-zh"]
+    assert (e1["hidden_act"], e1["vocab_size"], e1["max_position_embeddings"], e1["use_task_id"]) \
+        == ("relu", 18000, 513, False)
+    for n in ("base", "xbase", "medium", "mini", "micro", "nano"):
+        row = PRESETS[f"ernie-3.0-{n}-zh"]
+        assert row["use_task_id"] is True and row["vocab_size"] == 40000
+        assert row["layer_norm_eps"] == 1e-12 and row["max_position_embeddings"] == 2048
+    for n in ("base", "medium", "mini", "micro", "nano", "pico"):
+        assert PRESETS[f"ernie-3.0-tiny-{n}-v2-zh"]["use_task_id"] is False
+    assert PRESETS["ernie-3.0-base-zh"]["task_type_vocab_size"] == 3
+    assert PRESETS["ernie-3.0-mini-zh"]["task_type_vocab_size"] == 16
+    assert (PRESETS["ernie-3.0-xbase-zh"]["hidden_size"], PRESETS["ernie-3.0-xbase-zh"]["num_hidden_layers"]) == (1024, 20)
+    assert PRESETS["ernie-3.0-tiny-pico-v2-zh"]["num_attention_heads"] == 2
+    assert PRESETS["rbt3"]["num_hidden_layers"] == 3 and PRESETS["rbt3"]["model_type"] == "bert"
+    assert PRESETS["chinese-macbert-large"]["hidden_size"] == 1024
+    for row in PRESETS.values():
+        assert row["source"].startswith("https://")
+    for name in PRESETS:  # every row builds a valid config
+        preset_config(name)
+
+
+def test_unknown_preset_suggests():
+    with pytest.raises(KeyError, match="Did you mean 'ernie-3.0-mini-zh'"):
+        preset_config("ernie-3.0-mni-zh")
+
+
+@pytest.mark.parametrize("name", ["ernie-3.0-mini-zh", "bert-base-chinese"])
+def test_packed_rows_equal_padded_rows(name):
+    torch.manual_seed(1)
+    config = tiny(name)
+    model = ErnieModel(config).eval()
+    lengths = [[5, 3, 4], [7, 2]]  # two packed rows of width 13
+    T = 13
+    seqs = [[torch.randint(1, 101, (n,)) for n in row] for row in lengths]
+    ttypes = [[torch.randint(0, config.type_vocab_size, (n,)) for n in row] for row in lengths]
+    ids = torch.zeros(2, T, dtype=torch.long)
+    tt = torch.zeros_like(ids)
+    pack = torch.zeros_like(ids)
+    pos = torch.zeros_like(ids)
+    for r, row in enumerate(lengths):
+        start = 0
+        for k, n in enumerate(row):
+            ids[r, start:start + n] = seqs[r][k]
+            tt[r, start:start + n] = ttypes[r][k]
+            pack[r, start:start + n] = k + 1
+            pos[r, start:start + n] = torch.arange(n)
+            start += n
+    with torch.no_grad():
+        packed = model(ids, attention_mask=(pack > 0).long(), token_type_ids=tt, pack_ids=pack,
+                       position_ids=pos)
+        derived = model(ids, token_type_ids=tt, pack_ids=pack)  # positions computed from pack_ids
+        torch.testing.assert_close(derived.last_hidden_state, packed.last_hidden_state)
+        flat = [(r, k) for r, row in enumerate(lengths) for k in range(len(row))]
+        assert packed.pooler_output.shape == (len(flat), 32)
+        for s, (r, k) in enumerate(flat):
+            n = lengths[r][k]
+            start = sum(lengths[r][:k])
+            one = model(seqs[r][k][None], token_type_ids=ttypes[r][k][None])
+            torch.testing.assert_close(packed.last_hidden_state[r, start:start + n], one.last_hidden_state[0],
+                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(packed.pooler_output[s], one.pooler_output[0], atol=1e-5, rtol=1e-5)
+
+
+def test_padded_rows_equal_unpadded():
+    torch.manual_seed(2)
+    config = tiny("ernie-3.0-nano-zh")
+    model = ErnieModel(config).eval()
+    ids = torch.randint(1, 101, (2, 8))
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    with torch.no_grad():
+        out = model(ids, attention_mask=mask).last_hidden_state
+        alone = model(ids[1:, :5]).last_hidden_state
+    torch.testing.assert_close(out[1, :5], alone[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_checkpointed_grads_equal_plain(dropout):
+    config = tiny("ernie-3.0-mini-zh", hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    torch.manual_seed(3)
+    model = ErnieForMaskedLM(config).train()
+    batch = batch_for(config)
+
+    def grads():
+        model.zero_grad()
+        torch.manual_seed(7)  # same dropout masks in both runs
+        model(**batch, labels=batch["input_ids"]).loss.backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    plain = grads()
+    model.gradient_checkpointing_enable()
+    assert model.is_gradient_checkpointing
+    ckpt = grads()
+    model.gradient_checkpointing_disable()
+    for a, b in zip(plain, ckpt):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_eval_is_deterministic_and_train_uses_dropout():
+    config = tiny("ernie-3.0-mini-zh")
+    model = ErnieModel(config)
+    batch = batch_for(config)
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(**batch).last_hidden_state, model(**batch).last_hidden_state)
+        model.train()
+        assert not torch.allclose(model(**batch).last_hidden_state, model(**batch).last_hidden_state)
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    return ErnieModel(tiny("ernie-3.0-mini-zh")).eval()
+
+
+def test_ids_outside_vocab(small_model):
+    with pytest.raises(DataError, match=r"id 101, outside the vocabulary \[0, 101\)"):
+        small_model(torch.tensor([[1, 2, 101]]))
+    with pytest.raises(DataError, match="outside the vocabulary"):
+        small_model(torch.tensor([[1, -1]]))
+
+
+def test_too_long(small_model):
+    with pytest.raises(DataError, match="sequence length 65 exceeds max_position_embeddings=64"):
+        small_model(torch.ones(1, 65, dtype=torch.long))
+
+
+def test_shape_mismatch(small_model):
+    with pytest.raises(DataError, match=r"attention_mask has shape \(1, 4\) but input_ids has \(1, 5\)"):
+        small_model(torch.ones(1, 5, dtype=torch.long), attention_mask=torch.ones(1, 4))
+    with pytest.raises(DataError, match="input_ids must have shape"):
+        small_model(torch.ones(5, dtype=torch.long))
+
+
+def test_wrong_dtypes(small_model):
+    with pytest.raises(TypeError, match="input_ids must be an integer tensor"):
+        small_model(torch.ones(1, 5))
+    with pytest.raises(TypeError, match="token_type_ids must be an integer tensor"):
+        small_model(torch.ones(1, 5, dtype=torch.long), token_type_ids=torch.zeros(1, 5))
+    with pytest.raises(TypeError, match="input_ids must be a torch.Tensor"):
+        small_model([[1, 2, 3]])
+
+
+def test_type_ids_out_of_range(small_model):
+    with pytest.raises(DataError, match=r"token_type_ids holds 4, outside \[0, 4\)"):
+        small_model(torch.ones(1, 3, dtype=torch.long), token_type_ids=torch.full((1, 3), 4))
+
+
+def test_task_ids_on_model_without_task_embedding():
+    model = ErnieModel(tiny("ernie-3.0-tiny-mini-v2-zh")).eval()
+    with pytest.raises(DataError, match="use_task_id=False"):
+        model(torch.ones(1, 3, dtype=torch.long), task_type_ids=torch.zeros(1, 3, dtype=torch.long))
