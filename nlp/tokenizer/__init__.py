@@ -1,1 +1,29 @@
-"""nlp.tokenizer"""
+"""nlp.tokenizer: ERNIE/BERT WordPiece and jieba+BPE hybrid tokenizers, training, collators.
+
+Both tokenizers share one base class and transformers' BertTokenizerFast call signature::
+
+    from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer
+    tok = load_tokenizer("path/to/ernie")          # WordPiece or hybrid, from tokenizer_config.json
+    enc = tok(["这家餐厅的服务非常好"], return_offsets_mapping=True)
+"""
+
+# ---- tokenizers (owned by the tokenizer helper) ----
+from nlp.tokenizer._load import TOKENIZER_CLASSES, load_tokenizer
+from nlp.tokenizer.base import BatchEncoding, Tokenizer
+from nlp.tokenizer.hybrid import HybridTokenizer
+from nlp.tokenizer.segmenter import JiebaSegmenter
+from nlp.tokenizer.training import train_hybrid_tokenizer
+from nlp.tokenizer.wordpiece import WordPieceTokenizer
+
+__all__ = [
+    "Tokenizer",
+    "BatchEncoding",
+    "WordPieceTokenizer",
+    "HybridTokenizer",
+    "JiebaSegmenter",
+    "train_hybrid_tokenizer",
+    "load_tokenizer",
+    "TOKENIZER_CLASSES",
+]
+
+# ---- collators and samplers (owned by the collator helper; add imports and names here) ----

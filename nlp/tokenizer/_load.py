@@ -1,0 +1,42 @@
+"""`load_tokenizer(directory)`: pick the tokenizer class from a directory's files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nlp._common import UnknownNameError, did_you_mean
+from nlp.tokenizer._files import check_dir, read_json
+from nlp.tokenizer.base import Tokenizer
+from nlp.tokenizer.hybrid import HybridTokenizer
+from nlp.tokenizer.wordpiece import WordPieceTokenizer
+
+__all__ = ["load_tokenizer", "TOKENIZER_CLASSES"]
+
+# tokenizer_config.json "tokenizer_class" -> our class (transformers' and PaddleNLP's names too)
+TOKENIZER_CLASSES: dict[str, type[Tokenizer]] = {
+    "BertTokenizer": WordPieceTokenizer,
+    "BertTokenizerFast": WordPieceTokenizer,
+    "ErnieTokenizer": WordPieceTokenizer,
+    "ErnieTokenizerFast": WordPieceTokenizer,
+    "WordPieceTokenizer": WordPieceTokenizer,
+    "HybridTokenizer": HybridTokenizer,
+}
+
+
+def load_tokenizer(directory: str | Path, **overrides: Any) -> Tokenizer:
+    """Load the tokenizer saved in `directory` (a local path; names go through nlp.AutoTokenizer).
+
+    The class comes from tokenizer_config.json's "tokenizer_class"; without one, a directory
+    with vocab.txt or tokenizer.json is WordPiece (ERNIE/BERT).
+    """
+    path = check_dir(directory)
+    name = read_json(path / "tokenizer_config.json").get("tokenizer_class")
+    if name is None:
+        return WordPieceTokenizer.from_pretrained(path, **overrides)
+    if name not in TOKENIZER_CLASSES:
+        raise UnknownNameError(
+            f"tokenizer_class {name!r} in {path / 'tokenizer_config.json'} is not supported; "
+            f"known: {sorted(TOKENIZER_CLASSES)}.{did_you_mean(name, TOKENIZER_CLASSES)}"
+        )
+    return TOKENIZER_CLASSES[name].from_pretrained(path, **overrides)
