@@ -1,1 +1,50 @@
-"""nlp.train"""
+"""nlp.train: the accelerate-driven fine-tuning engine.
+
+    from nlp.train import Trainer, TrainSettings
+    trainer = Trainer(model, TrainSettings(output_dir="runs/x"), train_dataset=train,
+                      collate_fn=collate, eval_dataset=dev, compute_metrics=metrics)
+    trainer.train()
+
+Settings are typed dataclasses (`nlp.train.settings`) shared with the recipe files; see
+docs/training.md for the knobs, the run directory layout and data-parallel launching.
+"""
+
+from nlp.train.checkpoint import TrainerState
+from nlp.train.errors import TrainingError, TrainingInterrupted
+from nlp.train.evaluation import EvalPrediction
+from nlp.train.sampling import RandomBatchSampler
+from nlp.train.settings import (
+    CheckpointSettings,
+    DataSettings,
+    EvalSettings,
+    LogSettings,
+    OptimSettings,
+    ScheduleSettings,
+    TrainSettings,
+    apply_overrides,
+    from_dict,
+    parse_overrides,
+    to_dict,
+)
+from nlp.train.trainer import Trainer, TrainResult
+
+__all__ = [
+    "Trainer",
+    "TrainResult",
+    "TrainSettings",
+    "OptimSettings",
+    "ScheduleSettings",
+    "DataSettings",
+    "EvalSettings",
+    "CheckpointSettings",
+    "LogSettings",
+    "from_dict",
+    "to_dict",
+    "parse_overrides",
+    "apply_overrides",
+    "EvalPrediction",
+    "TrainerState",
+    "TrainingError",
+    "TrainingInterrupted",
+    "RandomBatchSampler",
+]

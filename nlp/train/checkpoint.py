@@ -1,0 +1,227 @@
+"""Resumable checkpoints, written atomically, with rotation.
+
+Layout of one checkpoint, OUTPUT_DIR/checkpoints/step-00000120/:
+  model.safetensors        the (unwrapped) model's parameters and buffers
+  optimizer.pt             optimizer state (+ the fp16 loss scaler's, when there is one)
+  scheduler.pt             learning-rate scheduler state
+  rng_state_rank{r}.pt     python / numpy / torch / cuda RNG states of process r
+  trainer_state.json       step, epoch, position inside the epoch, best metric, ... (written
+                           last: a directory without it is not a checkpoint)
+
+Why atomic: everything is written into checkpoints/.tmp-step-00000120 and renamed into place
+only when complete, so a crash (or a second Ctrl-C) while saving leaves the previous
+checkpoints intact and never a half-written one that resume would pick. Everything is read back
+with `torch.load(weights_only=True)`: no arbitrary pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import safetensors.torch
+import torch
+
+from nlp._common import ConfigError, atomic_write
+
+__all__ = ["TrainerState", "CheckpointManager", "capture_rng", "restore_rng"]
+
+logger = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^step-(\d{8,})$")
+STATE_FILE = "trainer_state.json"
+
+
+@dataclass
+class TrainerState:
+    """The loop's bookkeeping; with the files above it is everything a resume needs."""
+
+    step: int = 0  # optimizer steps done
+    epoch: int = 0  # the epoch in progress
+    batches_in_epoch: int = 0  # micro-batches of `epoch` already consumed (sampler position)
+    best_metric: float | None = None
+    best_step: int | None = None
+    best_checkpoint: str | None = None  # directory name under checkpoints/
+    evals_without_improvement: int = 0
+    nonfinite_streak: int = 0
+    tokens_seen: int = 0
+    train_seconds: float = 0.0  # wall time spent in earlier sessions of this run
+    world_size: int = 1
+    log_history_step: int = 0  # last step written to metrics.jsonl
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrainerState":
+        data = json.loads(text)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def capture_rng() -> dict[str, Any]:
+    """RNG states as tensors and plain values (loadable with weights_only=True)."""
+    version, mt, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": {"version": version, "state": list(mt), "gauss": gauss},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached": float(cached),
+        },
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    p = state["python"]
+    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+    n = state["numpy"]
+    np.random.set_state(
+        (n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"])
+    )
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _load(path: Path) -> Any:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+class CheckpointManager:
+    """Save / find / load / rotate the checkpoints of one run directory.
+
+    In data-parallel runs every process calls `save` (each writes its own RNG state); the
+    main process writes the rest and renames. `barrier` is the accelerator's wait_for_everyone.
+    """
+
+    def __init__(self, root: Path, *, is_main: bool, rank: int, barrier: Callable[[], None]):
+        self.root, self.is_main, self.rank, self.barrier = Path(root), is_main, rank, barrier
+
+    def list(self) -> list[Path]:
+        """Complete checkpoints, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for p in self.root.iterdir():
+            m = _NAME.match(p.name)
+            if m and (p / STATE_FILE).is_file():
+                found.append((int(m.group(1)), p))
+        return [p for _, p in sorted(found)]
+
+    def latest(self) -> Path | None:
+        ckpts = self.list()
+        return ckpts[-1] if ckpts else None
+
+    def save(
+        self,
+        state: TrainerState,
+        *,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        scaler: Any = None,
+        keep_last: int,
+    ) -> Path:
+        final = self.root / f"step-{state.step:08d}"
+        tmp = self.root / f".tmp-{final.name}"
+        if self.is_main:
+            if tmp.exists():  # left by a crash in an earlier session
+                shutil.rmtree(tmp)
+            tmp.mkdir(parents=True)
+        self.barrier()
+        try:
+            torch.save(capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
+            self.barrier()
+            if self.is_main:
+                self._write_main_files(tmp, state, model, optimizer, scheduler, scaler)
+                if final.exists():  # the same step saved again (e.g. eval, then interrupt)
+                    shutil.rmtree(final)
+                os.replace(tmp, final)
+                _fsync_dir(self.root)
+                self._rotate(keep_last, state.best_checkpoint, final.name)
+        except BaseException:
+            if self.is_main:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.barrier()
+        logger.info("saved checkpoint %s", final)
+        return final
+
+    def _write_main_files(self, tmp, state, model, optimizer, scheduler, scaler) -> None:
+        # save_model (not save_file) de-duplicates tied weights, e.g. MLM decoder/embeddings.
+        safetensors.torch.save_model(model, str(tmp / "model.safetensors"))
+        opt = {"optimizer": optimizer.state_dict()}
+        if scaler is not None:
+            opt["scaler"] = scaler.state_dict()
+        torch.save(opt, tmp / "optimizer.pt")
+        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+        with atomic_write(tmp / STATE_FILE, "w", encoding="utf-8") as f:
+            json.dump(asdict(state) | {"checkpoint": tmp.name.removeprefix(".tmp-")}, f, indent=2)
+
+    def _rotate(self, keep_last: int, best: str | None, newest: str) -> None:
+        ckpts = self.list()
+        keep = {p.name for p in ckpts[-keep_last:]} | {best, newest}
+        for p in ckpts:
+            if p.name not in keep:
+                shutil.rmtree(p, ignore_errors=True)
+                logger.debug("removed old checkpoint %s", p)
+
+    def load(
+        self,
+        path: Path,
+        *,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        scaler: Any = None,
+    ) -> tuple[TrainerState, dict[str, Any] | None]:
+        """Load everything but the RNG states into the given objects; return the trainer state
+        and this process's RNG state (restore it last, right before training goes on)."""
+        path = Path(path)
+        if not (path / STATE_FILE).is_file():
+            raise ConfigError(
+                f"{path} is not a complete checkpoint (no {STATE_FILE}). Checkpoints are the "
+                f"step-NNNNNNNN directories under OUTPUT_DIR/checkpoints."
+            )
+        state = TrainerState.from_json((path / STATE_FILE).read_text(encoding="utf-8"))
+        missing, unexpected = safetensors.torch.load_model(model, str(path / "model.safetensors"), strict=False)
+        if missing or unexpected:
+            raise ConfigError(
+                f"checkpoint {path} does not fit this model: missing {sorted(missing)[:5]}, "
+                f"unexpected {sorted(unexpected)[:5]}. Was it written by a different model?"
+            )
+        opt = _load(path / "optimizer.pt")
+        optimizer.load_state_dict(opt["optimizer"])
+        if scaler is not None and "scaler" in opt:
+            scaler.load_state_dict(opt["scaler"])
+        scheduler.load_state_dict(_load(path / "scheduler.pt"))
+        rng_file = path / f"rng_state_rank{self.rank}.pt"
+        rng = _load(rng_file) if rng_file.is_file() else None
+        return state, rng
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,157 @@
+"""What a run shows and leaves behind: progress bar, metrics.jsonl, TensorBoard, plots, summary.
+
+Only the main process writes. metrics.jsonl is the source of truth: one JSON object per line,
+`{"type": "train"|"eval", "step": ..., ...}`; the PNG plots are drawn from it, so a resumed run
+(whose log is first cut back to the checkpoint's step) draws one continuous curve.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from nlp._common import atomic_write
+
+__all__ = ["RunLog", "write_plots", "peak_memory_mb"]
+
+logger = logging.getLogger(__name__)
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak memory of this process: allocated CUDA memory on GPU, max RSS on CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
+
+
+class RunLog:
+    def __init__(
+        self,
+        output_dir: Path,
+        *,
+        enabled: bool,
+        progress_bar: bool,
+        total_steps: int,
+        start_step: int,
+        accelerator: Any = None,
+    ) -> None:
+        self.path = Path(output_dir) / METRICS_FILE
+        self.enabled = enabled
+        self.accelerator = accelerator  # None: no TensorBoard
+        self.bar = tqdm(
+            total=total_steps,
+            initial=start_step,
+            disable=not (enabled and progress_bar),
+            desc="train",
+            unit="step",
+            dynamic_ncols=True,
+        )
+        if enabled:
+            self._truncate_after(start_step)
+
+    def _truncate_after(self, step: int) -> None:
+        """Drop records written after the checkpoint we resume from: those steps run again."""
+        if not self.path.exists():
+            return
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if line.strip() and json.loads(line).get("step", 0) <= step]
+        if len(kept) != len(lines):
+            with atomic_write(self.path, "w", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in kept))
+
+    def write(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if self.accelerator is not None:
+            prefix = "train/" if record.get("type") == "train" else "eval/"
+            values = {
+                prefix + k: v
+                for k, v in record.items()
+                if k not in ("type", "step") and isinstance(v, (int, float)) and math.isfinite(v)
+            }
+            self.accelerator.log(values, step=record["step"])
+
+    def progress(self, step: int, **postfix: Any) -> None:
+        self.bar.update(step - self.bar.n)
+        if postfix:
+            self.bar.set_postfix(postfix, refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def read_metrics(output_dir: Path) -> list[dict[str, Any]]:
+    path = Path(output_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def write_plots(output_dir: Path, eval_metric: str) -> list[Path]:
+    """loss.png, lr.png and eval.png (the selection metric, plus eval loss) from metrics.jsonl."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on servers; must precede pyplot
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(output_dir)
+    train = [r for r in records if r.get("type") == "train"]
+    evals = [r for r in records if r.get("type") == "eval"]
+    written = []
+    panels = [
+        ("loss.png", "training loss", [("loss", train)]),
+        ("lr.png", "learning rate", [("lr", train)]),
+        ("eval.png", f"evaluation: {eval_metric}", [(f"eval_{eval_metric}", evals)]),
+    ]
+    for name, title, series in panels:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        drawn = False
+        for key, rows in series:
+            pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, marker="o" if len(pts) < 30 else None, label=key)
+                drawn = True
+        if not drawn:
+            plt.close(fig)
+            continue
+        ax.set_title(title)
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        out = Path(output_dir) / name
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        written.append(out)
+    return written
+
+
+def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
+    with atomic_write(Path(output_dir) / "summary.json", "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2, ensure_ascii=False)
+    best = summary.get("best_metric")
+    logger.info(
+        "run %s after %d steps: %s; best %s = %s at step %s; %.1f s, %.0f tokens/s, peak memory %.0f MiB",
+        summary["status"],
+        summary["steps"],
+        summary["output_dir"],
+        summary["metric"],
+        "n/a" if best is None else f"{best:.6g}",
+        summary.get("best_step"),
+        summary["wall_seconds"],
+        summary["tokens_per_second"],
+        summary["peak_memory_mb"],
+    )
