@@ -104,7 +104,8 @@ def read_squad(
                     rows.append({"id": qid, "title": title, "context": context, "question": question,
                                  "answers": {"text": texts, "answer_start": starts},
                                  "is_impossible": impossible})
-    ds = datasets.Dataset.from_list(rows, features=QA_FEATURES)
+    # from_dict, not from_list: an empty list would lose the columns
+    ds = datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in QA_FEATURES}, features=QA_FEATURES)
     stats.kept = len(ds)
     stats.log()
     return (ds, stats) if return_stats else ds
