@@ -52,6 +52,8 @@ def cached_build(
             if not stats_file.is_file():  # another process may have built it meanwhile
                 dsd, stats = build()
                 tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+                quiet = datasets.utils.logging.is_progress_bar_enabled()
+                datasets.disable_progress_bars()  # a cache write is not the user's business
                 try:
                     dsd.save_to_disk(str(tmp))
                     with atomic_write(tmp / "nlp_stats.json", "w", encoding="utf-8") as f:
@@ -60,6 +62,8 @@ def cached_build(
                         shutil.rmtree(target)
                     os.replace(tmp, target)
                 finally:
+                    if quiet:
+                        datasets.enable_progress_bars()
                     shutil.rmtree(tmp, ignore_errors=True)
     dsd = datasets.load_from_disk(str(target))
     return dsd, json.loads(stats_file.read_text(encoding="utf-8"))

@@ -1,0 +1,111 @@
+"""`nlp data`: list the named datasets, show one's sources and figures, check a local file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+EPILOG = """examples:
+  nlp data ls
+  nlp data info reviews-zh            # split sizes and label counts (parses once, then cached)
+  nlp data info peoples-daily-1998-ner
+  nlp data info tnews                 # public sources: URL, md5, Hugging Face name
+  nlp data stats train.tsv --task classification --text-column text_a
+  nlp data stats dev.json --task qa
+"""
+
+
+def _ls(args) -> int:
+    from nlp.tasks.datasets import BUILTIN, PUBLIC
+
+    for name, spec in BUILTIN.items():
+        print(f"{name:24s} {spec.task:22s} built-in (offline)  {spec.description}")
+    for name, spec in PUBLIC.items():
+        hf = f"hf: {spec.hf_name}" + (f"/{spec.hf_config}" if spec.hf_config else "") if spec.hf_name else ""
+        print(f"{name:24s} {spec.task:22s} public              {hf}")
+    return 0
+
+
+def _info(args) -> int:
+    from nlp.tasks.datasets import dataset_info
+
+    info = dataset_info(args.name)
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=1))
+        return 0
+    print(f"{info['name']}  ({info['task']})")
+    if info.get("description"):
+        print(f"  {info['description']}")
+    if info.get("label_names"):
+        names = info["label_names"]
+        print(f"  labels ({len(names)}): {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
+    for split, fig in info.get("splits", {}).items():
+        counts = fig.get("labels") or fig.get("entities") or {}
+        what = "entities" if "entities" in fig else "labels"
+        print(f"  {split:6s} {fig['rows']:7d} rows   {what}: "
+              + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for reason, n in info.get("skipped", {}).items():
+        print(f"  skipped: {n} {reason}")
+    if "sources" in info:
+        src = info["sources"]
+        print(f"  format: {info['format']}")
+        print(f"  paddlenlp: {src['paddlenlp']}" + (f"  (md5 {src['archive_md5']})" if src["archive_md5"] else ""))
+        for split, f in src["files"].items():
+            print(f"    {split}: {f['path']}" + (f"  md5 {f['md5']}" if f["md5"] else ""))
+        if src["huggingface"]:
+            print(f"  huggingface: {src['huggingface']}")
+    return 0
+
+
+def _stats(args) -> int:
+    from collections import Counter
+
+    from nlp.tasks.classification.data import read_classification
+    from nlp.tasks.ner.data import read_conll
+    from nlp.tasks.ner.tags import get_entities
+    from nlp.tasks.qa.data import read_squad
+
+    if args.task == "classification":
+        ds, st = read_classification(args.file, text_column=args.text_column,
+                                     text_pair_column=args.text_pair_column, label_column=args.label_column,
+                                     skip_empty=args.skip_empty, return_stats=True)
+        print(f"{len(ds)} records")
+        if "label" in ds.column_names:
+            names = ds.features["label"].names
+            for label, n in sorted(Counter(ds["label"]).items()):
+                print(f"  {names[label]}: {n}")
+    elif args.task == "ner":
+        ds, st = read_conll(args.file, on_invalid="repair" if args.repair else "error", return_stats=True)
+        names = ds.features["ner_tags"].feature.names
+        ents = Counter(t for row in ds["ner_tags"] for t, _, _ in get_entities([names[i] for i in row]))
+        print(f"{len(ds)} sentences, {sum(map(len, ds['tokens']))} tokens")
+        for type_, n in sorted(ents.items()):
+            print(f"  {type_}: {n} entities")
+    else:
+        ds, st = read_squad(args.file, return_stats=True)
+        print(f"{len(ds)} questions, {sum(ds['is_impossible'])} unanswerable")
+    for reason, n in sorted(st.skipped.items()):
+        print(f"  skipped: {n} {reason}")
+    for reason, n in sorted(st.repaired.items()):
+        print(f"  repaired: {n} {reason}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("data", help="named datasets and data files",
+                                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    sub.add_parser("ls", help="list the dataset names").set_defaults(func=_ls)
+    info = sub.add_parser("info", help="a dataset's task, labels, sources, sizes and label counts")
+    info.add_argument("name")
+    info.add_argument("--json", action="store_true", help="print the figures as JSON")
+    info.set_defaults(func=_info)
+    stats = sub.add_parser("stats", help="read a local file, print its counts and what was skipped")
+    stats.add_argument("file")
+    stats.add_argument("--task", choices=["classification", "ner", "qa"], required=True)
+    stats.add_argument("--text-column", default="text")
+    stats.add_argument("--text-pair-column", default=None)
+    stats.add_argument("--label-column", default="label")
+    stats.add_argument("--skip-empty", action="store_true", help="skip empty texts instead of failing")
+    stats.add_argument("--repair", action="store_true", help="repair invalid BIO/BIOES tags instead of failing")
+    stats.set_defaults(func=_stats)
