@@ -383,6 +383,12 @@ def convert_paddle_state_dict(
             unknown.append(key)  # a layer beyond num_hidden_layers
             continue
         hf_name = out_prefix + match.expand(rule.hf)
+        if "task_type_embeddings" in hf_name and not hf_config.get("use_task_id"):
+            # PaddleNLP would not even build this table (use_task_id false): refuse, never drop.
+            conflicts.append(f"{key} is present but the config has use_task_id=false (PaddleNLP "
+                             "ignores it then); set use_task_id: true in the source config if the "
+                             "model was trained with task ids")
+            continue
         if head in NO_POOLER_HEADS and rules is BACKBONE_RENAMES and rule.hf.startswith("pooler."):
             pooler_dropped.append(key)
             continue
@@ -456,6 +462,8 @@ def _tie_decoder(out: dict[str, torch.Tensor], backbone_prefix: str, hf_config: 
     else:
         logger.warning("the MLM decoder differs from the word embeddings: kept untied "
                        "(tie_word_embeddings=false)")
+        # Untied, transformers ties neither the weight nor decoder.bias <-> predictions.bias.
+        out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"].clone()
         if isinstance(hf_config, dict):
             hf_config["tie_word_embeddings"] = False
 
