@@ -604,3 +604,37 @@ def test_against_real_paddlenlp(tmp_path):
             if g.ndim >= 2 and g.shape[:2] == IDS.shape:
                 g, want = g[keep], want[keep]
             np.testing.assert_allclose(g, want, atol=1e-5, rtol=1e-5, err_msg=f"{name} output {i}")
+
+
+# ------------------------------------------------------------------------------------------
+# The converted directory loads into this toolkit's own encoder too
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_task_id", [True, False])
+def test_nlp_ernie_model_loads_converted_dir(tmp_path, use_task_id):
+    from nlp.models import ErnieModel
+
+    rng = np.random.default_rng(13)
+    cfg = paddle_config("ErnieModel", use_task_id=use_task_id)
+    sd = paddle_backbone(cfg, rng)
+    dst = convert_paddle_checkpoint(write_paddle_dir(tmp_path / "pd", sd, cfg), tmp_path / "hf")
+    model = ErnieModel.from_pretrained(dst)
+    assert model.config.use_task_id is use_task_id and model.config.layer_norm_eps == 1e-12
+    out = _run(model)
+    hidden, pooled = reference_forward(sd, cfg, IDS, TT, MASK)
+    _assert_close_on_tokens(out.last_hidden_state, hidden)
+    np.testing.assert_allclose(out.pooler_output.numpy(), pooled, atol=1e-5)
+
+
+def test_nlp_ernie_for_masked_lm_loads_converted_dir(tmp_path, caplog):
+    from nlp.models import ErnieForMaskedLM
+
+    rng = np.random.default_rng(14)
+    cfg = paddle_config("ErnieForMaskedLM")
+    sd = paddle_backbone(cfg, rng, "ernie.")
+    sd |= paddle_mlm_head(cfg, sd, rng)
+    dst = convert_paddle_checkpoint(write_paddle_dir(tmp_path / "pd", sd, cfg), tmp_path / "hf")
+    model = ErnieForMaskedLM.from_pretrained(dst)
+    want = _run(_load(transformers.ErnieForMaskedLM, dst)).logits
+    torch.testing.assert_close(_run(model).logits, want, atol=1e-5, rtol=1e-5)
