@@ -27,3 +27,26 @@ __all__ = [
 ]
 
 # ---- collators and samplers (owned by the collator helper; add imports and names here) ----
+from nlp.tokenizer.collate import (  # noqa: E402
+    DEFAULT_DROP_KEYS,
+    DataCollatorWithPadding,
+    PackingCollator,
+    pack_ids_to_cu_seqlens,
+)
+from nlp.tokenizer.samplers import (  # noqa: E402
+    DistributedBatchSampler,
+    LengthGroupedBatchSampler,
+    PackedBatchSampler,
+    plan_packing,
+)
+
+__all__ += [
+    "DataCollatorWithPadding",
+    "PackingCollator",
+    "pack_ids_to_cu_seqlens",
+    "DEFAULT_DROP_KEYS",
+    "DistributedBatchSampler",
+    "LengthGroupedBatchSampler",
+    "PackedBatchSampler",
+    "plan_packing",
+]
