@@ -520,7 +520,8 @@ def convert_paddle_checkpoint(
     `architecture` (e.g. "ErnieForQuestionAnswering") overrides the head recorded in the source
     config; PaddleNLP names every single-Linear head `classifier`, so it matters for QA. The
     result is built in a temporary sibling directory and renamed into place, so `dst_dir` is
-    either complete or absent. An existing `dst_dir` is an error unless `overwrite`.
+    either complete or absent. An existing `dst_dir` is an error unless `overwrite` or it is
+    an empty directory (as `nlp.hub`'s convert_once hands over).
     """
     src, dst = Path(src_dir), Path(dst_dir)
     if not src.is_dir():
@@ -530,7 +531,7 @@ def convert_paddle_checkpoint(
         others = sorted(p.name for p in src.glob("*.pdparams"))
         hint = f" It holds {', '.join(others)}; rename the model weights to {WEIGHTS_NAME}." if others else ""
         raise DataError(f"{src}: no {WEIGHTS_NAME}.{hint}")
-    if dst.exists() and not overwrite:
+    if dst.exists() and not overwrite and not (dst.is_dir() and not any(dst.iterdir())):
         raise DataError(f"{dst} already exists; choose another destination or pass overwrite=True (--overwrite).")
 
     config_path = _find_config(src)

@@ -638,3 +638,15 @@ def test_nlp_ernie_for_masked_lm_loads_converted_dir(tmp_path, caplog):
     model = ErnieForMaskedLM.from_pretrained(dst)
     want = _run(_load(transformers.ErnieForMaskedLM, dst)).logits
     torch.testing.assert_close(_run(model).logits, want, atol=1e-5, rtol=1e-5)
+
+
+def test_plugs_into_the_hub_converter_registry(tmp_path, good_src):
+    """nlp.auto registers this converter with the hub, which hands it an empty directory."""
+    from nlp.hub.convert import convert_once, register_converter
+
+    src, sd, cfg = good_src
+    write_paddle_dir(src, sd, cfg)
+    register_converter("paddle-under-test", convert_paddle_checkpoint)
+    dst = convert_once("paddle-under-test", src, tmp_path / "snap")
+    _load(transformers.ErnieForSequenceClassification, dst)
+    assert (dst / "vocab.txt").is_file()
