@@ -8,6 +8,10 @@ The vocabulary, in id order:
    budget left, each seen at least `min_frequency` times): one token each;
 4. BPE merges learned (by the `tokenizers` BpeTrainer) on the words NOT kept whole, i.e. on
    the tail that BPE will have to split at encode time, until `vocab_size` is reached.
+
+Parts 1-3 are deterministic. The order of BPE merges with equal counts is not guaranteed
+by the `tokenizers` trainer, so two runs can give some merged pieces different ids; save the
+trained directory rather than retraining when ids must stay fixed.
 """
 
 from __future__ import annotations

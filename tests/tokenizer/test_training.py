@@ -1,0 +1,52 @@
+"""Training a hybrid vocabulary: contents, determinism, the CLI, reload."""
+
+from __future__ import annotations
+
+import json
+
+from nlp.cli import main
+from nlp.tokenizer import HybridTokenizer, load_tokenizer, train_hybrid_tokenizer
+
+
+def _corpus(tmp_path, reviews):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(reviews[::20]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_vocab_has_specials_every_char_words_and_merges(tmp_path, reviews):
+    path = _corpus(tmp_path, reviews)
+    tok = train_hybrid_tokenizer([path], 8000, user_words=["飞桨"], word_fraction=0.5)
+    vocab = tok.get_vocab()
+    assert [vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
+    chars = {c.lower() for line in reviews[::20] for c in line if not c.isspace()}
+    chars = {c.translate(tok._fold) for c in chars} - {" "}
+    assert all(c in vocab and "##" + c in vocab for c in chars)
+    assert "飞桨" in vocab and "服务" in vocab and tok.vocab_size <= 8000
+    assert any(t.startswith("##") and len(t) > 3 for t in vocab)  # merged pieces exist
+    assert tok.unknown_chars(reviews[::20]) == {}
+    # characters and whole words are deterministic (BPE merge ties are not, see training.py)
+    again = train_hybrid_tokenizer([path], 8000, user_words=["飞桨"], word_fraction=0.5)
+    assert all(again.get_vocab()[c] == vocab[c] for c in chars) and again.vocab_size == tok.vocab_size
+
+
+def test_hybrid_shorter_than_characters(hybrid_tok, reviews):
+    sample = reviews[1::50]
+    n_hybrid = sum(len(r) for r in hybrid_tok(sample, add_special_tokens=False)["input_ids"])
+    n_chars = sum(len("".join(t.split())) for t in sample)
+    assert n_hybrid < 0.85 * n_chars
+
+
+def test_cli_train_then_encode(tmp_path, reviews, capsys):
+    path = _corpus(tmp_path, reviews)
+    out = tmp_path / "tok"
+    assert main(["tokenizer", "train", str(path), "--vocab-size", "6000", "--out", str(out),
+                 "--user-word", "飞桨"]) == 0
+    assert json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"] == "HybridTokenizer"
+    tok = load_tokenizer(out)
+    assert isinstance(tok, HybridTokenizer) and tok.vocab_size == 6000
+    capsys.readouterr()
+    assert main(["tokenizer", "encode", str(out), "我爱飞桨"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["text"] for r in rows] == ["", "我", "爱", "飞桨", ""]
+    assert main(["tokenizer", "train", str(tmp_path / "nope.txt"), "--vocab-size", "10", "--out", str(out)]) == 2
