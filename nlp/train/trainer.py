@@ -331,6 +331,7 @@ class Trainer:
         empty/new directory, or refuse — never overwrite a run silently."""
         s, acc = self.settings, self.accelerator
         resume_from = self._resume_target()
+        acc.wait_for_everyone()  # every process decides before the main one writes anything
         state = TrainerState(world_size=acc.num_processes)
         if resume_from is None:
             set_seed(s.seed)
