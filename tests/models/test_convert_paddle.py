@@ -397,6 +397,21 @@ def test_tokenizer_files_load_in_transformers(tmp_path):
     auto = transformers.AutoTokenizer.from_pretrained(dst)
     assert auto("中国人")["input_ids"] == [1, 11, 12, 13, 2]
 
+    from nlp.tokenizer import load_tokenizer
+
+    ours = load_tokenizer(dst)
+    assert ours("你好世界")["input_ids"] == enc["input_ids"]
+    assert ours.model_max_length == 32
+
+
+def test_flat_legacy_config():
+    """PaddleNLP < 2.5 bare-model model_config.json: the arguments at top level plus init_class."""
+    legacy = {k: v for k, v in paddle_config("x").items() if k not in ("architectures", "model_type")}
+    hf = paddle_config_to_hf({**legacy, "init_class": "ErnieModel"})
+    assert hf["architectures"] == ["ErnieModel"] and hf["model_type"] == "ernie"
+    assert hf["vocab_size"] == TINY["vocab_size"] and hf["use_task_id"] is True
+    assert "init_class" not in hf and "fuse" not in hf
+
 
 def test_cli_converts(tmp_path, capsys):
     rng = np.random.default_rng(11)
