@@ -393,7 +393,7 @@ def convert_paddle_state_dict(
             pooler_dropped.append(key)
             continue
         tensor = _to_torch(key, state[key])
-        if rule.transpose:
+        if rule.transpose and tensor.dim() == 2:  # other ranks fail the shape check below
             tensor = tensor.t().contiguous()  # Paddle Linear (in, out) -> torch (out, in)
         expected = tuple(dims[s] for s in rule.shape)
         if tuple(tensor.shape) != expected:
@@ -410,7 +410,8 @@ def convert_paddle_state_dict(
     problems = []
     if unknown:
         problems.append(f"unknown parameters (not in the {model_type} renaming table for "
-                        f"{model_type.capitalize()}{head}, {n_layers} layers): {', '.join(sorted(unknown))}")
+                        f"{model_type.capitalize()}{head}, {n_layers} layers): {', '.join(sorted(unknown))}; "
+                        "if the head is another one, pass architecture= (--architecture)")
     if bad_shape:
         problems.append("shape mismatches: " + "; ".join(bad_shape))
     if conflicts:
