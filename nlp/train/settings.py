@@ -100,6 +100,9 @@ class DataSettings:
     # lengths (less padding, still shuffled); packed: several short sequences per row
     # (the task layer then passes a PackingCollator). See docs/training.md.
     batching: Literal["dynamic", "length_grouped", "packed"] = "dynamic"
+    # batching=packed: the row length the PackingCollator packs to; batch_size then counts
+    # rows of packed sequences instead of examples.
+    pack_max_length: int | None = None
     shuffle: bool = True
     drop_last: bool = False
     num_workers: int = 0  # DataLoader workers; 0 keeps collation in the main process
@@ -110,6 +113,10 @@ class DataSettings:
             errors.append(f"batch_size must be >= 1, got {self.batch_size}")
         if self.eval_batch_size is not None and self.eval_batch_size < 1:
             errors.append(f"eval_batch_size must be >= 1, got {self.eval_batch_size}")
+        if self.batching == "packed" and not self.pack_max_length:
+            errors.append("batching=packed needs pack_max_length (e.g. 128, the model's max length)")
+        if self.pack_max_length is not None and self.pack_max_length < 1:
+            errors.append(f"pack_max_length must be >= 1, got {self.pack_max_length}")
         if self.num_workers < 0:
             errors.append(f"num_workers must be >= 0, got {self.num_workers}")
         return errors

@@ -295,27 +295,19 @@ class Trainer:
 
     def _build_sampler(self, lengths: Sequence[int] | None) -> EpochBatchSampler:
         s, acc = self.settings, self.accelerator
-        if s.data.batching == "length_grouped":
-            try:
-                from nlp.tokenizer.samplers import LengthGroupedBatchSampler
-            except ImportError as e:  # the tokenizer layer's sampler is not available
-                raise ConfigError(
-                    "data.batching=length_grouped needs nlp.tokenizer.samplers."
-                    "LengthGroupedBatchSampler, which could not be imported: " + str(e)
-                ) from e
+        if s.data.batching in ("length_grouped", "packed"):
+            # The tokenizer layer's samplers: deterministic per (seed, epoch), sharded by rank,
+            # batch_size per process. The trainer resumes them by skipping finished batches.
+            from nlp.tokenizer.samplers import LengthGroupedBatchSampler, PackedBatchSampler
+
             if lengths is None:
                 lengths = [len(ex["input_ids"]) for ex in self.train_dataset]
-            return LengthGroupedBatchSampler(
-                lengths,
-                s.data.batch_size // acc.num_processes,
-                shuffle=s.data.shuffle,
-                seed=s.seed,
-                num_replicas=acc.num_processes,
-                rank=acc.process_index,
-                drop_last=s.data.drop_last,
-            )
-        # dynamic and packed both draw shuffled batches of examples; packing is the
-        # collator's job (the task layer passes a PackingCollator for batching=packed).
+            common = dict(shuffle=s.data.shuffle, seed=s.seed, num_replicas=acc.num_processes,
+                          rank=acc.process_index, drop_last=s.data.drop_last)
+            per_process = s.data.batch_size // acc.num_processes
+            if s.data.batching == "packed":  # the task layer passes a PackingCollator
+                return PackedBatchSampler(lengths, s.data.pack_max_length, per_process, **common)
+            return LengthGroupedBatchSampler(lengths, per_process, **common)
         return RandomBatchSampler(
             len(self.train_dataset),
             s.data.batch_size,

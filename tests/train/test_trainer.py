@@ -39,24 +39,33 @@ def test_same_seed_same_loss_curve(tmp_path):
         _toy.make_trainer(tmp_path / "c", seed=1).train().model_dir.parent)  # the seed matters
 
 
-@pytest.mark.parametrize("stop_at", [5, 6])  # mid-epoch (after an eval at 4), and at the epoch end
-def test_resume_continues_the_same_loss_curve(tmp_path, stop_at):
+@pytest.mark.parametrize(
+    "stop_at, batching",
+    [(5, "dynamic"), (6, "length_grouped"), (5, "packed")],  # mid-epoch after an eval; epoch end
+)
+def test_resume_continues_the_same_loss_curve(tmp_path, stop_at, batching):
     """Shuffling and dropout on, grad accumulation 2, eval every 4 steps, 3 epochs."""
-    kw = dict(epochs=3, grad_accum_steps=2, data__batch_size=4, checkpoint__keep_last=1)
+    kw = dict(epochs=3, grad_accum_steps=2, data__batch_size=4, checkpoint__keep_last=1,
+              data__batching=batching, data__pack_max_length=16)
     full = _toy.make_trainer(tmp_path / "full", **kw)
     full.train()
     stopped = _toy.make_trainer(tmp_path / "run", callbacks=[StopAt(stop_at)], **kw)
-    with pytest.raises(TrainingInterrupted, match=f"at step {stop_at}/18") as e:
+    total = stopped.total_steps
+    with pytest.raises(TrainingInterrupted, match=f"at step {stop_at}/{total}") as e:
         stopped.train()
     assert e.value.checkpoint.name == f"step-{stop_at:08d}" and e.value.signum is None
     resumed = _toy.make_trainer(tmp_path / "run", model_seed=123, **kw)  # weights come from the checkpoint
     result = resumed.train()
-    assert result.status == "finished" and result.step == 18
+    assert result.status == "finished" and result.step == total
     full_losses, run_losses = _toy.losses(tmp_path / "full"), _toy.losses(tmp_path / "run")
-    assert sorted(run_losses) == list(range(1, 19))  # the log was not duplicated by the resume
+    assert sorted(run_losses) == list(range(1, total + 1))  # the log was not duplicated by the resume
     assert run_losses == pytest.approx(full_losses, abs=1e-6, rel=0)
     for k, v in params(full).items():
         torch.testing.assert_close(params(resumed)[k], v, rtol=0, atol=1e-6)
+    if batching == "packed":  # batch_size=4 rows of at most pack_max_length=16 tokens
+        data = _toy.make_dataset(48)
+        sizes = [sum(len(data[i]["input_ids"]) for i in batch) for batch in resumed.sampler]
+        assert max(sizes) <= 4 * 16 and max(sizes) > 16
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["best_step"] == json.loads((tmp_path / "full" / "summary.json").read_text())["best_step"]
 
