@@ -8,6 +8,8 @@ from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
 from .config import ErnieConfig
 from .ernie import ErnieForMaskedLM, ErnieModel
 from .presets import PRESETS, preset_config
+from ._pdparams import UnsafePickleError, load_pdparams
+from .convert_paddle import convert_paddle_checkpoint
 
 __all__ = [
     "ErnieConfig",
@@ -18,5 +20,8 @@ __all__ = [
     "MaskedLMOutput",
     "PRESETS",
     "preset_config",
-    # --- PaddleNLP converter exports (added by the converter's owner) ---
+    # --- PaddleNLP converter ---
+    "convert_paddle_checkpoint",
+    "load_pdparams",
+    "UnsafePickleError",
 ]
