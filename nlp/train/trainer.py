@@ -110,6 +110,13 @@ class Trainer:
             step_scheduler_with_optimizer=False,
         )
         acc = self.accelerator
+        if acc.distributed_type.name in ("FSDP", "DEEPSPEED"):
+            # Checkpoints here save one full state dict from the main process; sharded
+            # optimizer/parameter states need accelerator.save_state, not wired in yet.
+            raise ConfigError(
+                f"{acc.distributed_type.name} is not supported by nlp.train's checkpoints yet; "
+                "use plain data-parallel (accelerate launch --multi_gpu, see docs/training.md)"
+            )
         if s.data.batch_size % acc.num_processes:
             raise ConfigError(
                 f"data.batch_size={s.data.batch_size} is the global batch and must be divisible "
