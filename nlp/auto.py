@@ -1,1 +1,150 @@
-"""Auto classes: resolve a name through the hub, then load from a directory."""
+"""Auto classes: resolve a name through the hub, then load from a local directory.
+
+This is one of the two places (with the CLI) that put the hub together with the loaders::
+
+    tok = nlp.AutoTokenizer.from_pretrained("ernie-3.0-mini-zh")   # a registered name,
+    model = nlp.AutoModel.from_pretrained("out/")                   # a local directory,
+    cfg = nlp.AutoConfig.from_pretrained("nghuyong/ernie-3.0-base-zh")  # or an owner/repo id
+
+`from_pretrained` takes the hub's keyword arguments (`revision`, `cache_dir`,
+`local_files_only`); every other keyword goes to the loader (config overrides such as
+`num_labels=3`). Importing this module registers the models layer's Paddle converter with the
+hub, so a PaddleNLP-format source is converted once on arrival.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from nlp import hub
+from nlp.models import (
+    PRESETS,
+    ErnieConfig,
+    ErnieForMaskedLM,
+    ErnieModel,
+    PreTrainedEncoder,
+    convert_paddle_checkpoint,
+    preset_config,
+)
+from nlp.tokenizer import Tokenizer, load_tokenizer
+
+__all__ = [
+    "resolve",
+    "AutoConfig",
+    "AutoTokenizer",
+    "AutoModel",
+    "AutoModelForMaskedLM",
+    "AutoModelForSequenceClassification",
+    "AutoModelForTokenClassification",
+    "AutoModelForQuestionAnswering",
+    "pipeline",
+]
+
+_HUB_KWARGS = ("revision", "cache_dir", "local_files_only")
+
+
+def _convert_paddle(src_dir: Path, dst_dir: Path) -> None:
+    # The hub hands us an empty temp folder and renames it when we return.
+    convert_paddle_checkpoint(src_dir, dst_dir, overwrite=True)
+
+
+hub.register_converter("paddle", _convert_paddle)
+
+
+def resolve(name_or_path: str | os.PathLike, **hub_kwargs: Any) -> Path:
+    """A local directory for a registered name, an `owner/repo` id, or a local directory."""
+    return hub.download(name_or_path, **hub_kwargs)
+
+
+def _split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    hub_kwargs = {k: kwargs.pop(k) for k in _HUB_KWARGS if k in kwargs}
+    return hub_kwargs, kwargs
+
+
+class AutoConfig:
+    """`AutoConfig.from_pretrained(name_or_dir, **overrides) -> ErnieConfig`.
+
+    A zoo preset name gives the preset's config without touching the network (configs are
+    data we ship); anything else is read from the resolved directory's config.json.
+    """
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, **kwargs: Any) -> ErnieConfig:
+        hub_kwargs, overrides = _split_kwargs(kwargs)
+        if not Path(name_or_path).expanduser().is_dir() and str(name_or_path) in PRESETS:
+            return preset_config(str(name_or_path), **overrides)
+        return ErnieConfig.from_pretrained(resolve(name_or_path, **hub_kwargs), **overrides)
+
+
+class AutoTokenizer:
+    """`AutoTokenizer.from_pretrained(name_or_dir)`: WordPiece or jieba+BPE hybrid, by its config."""
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, **kwargs: Any) -> Tokenizer:
+        hub_kwargs, overrides = _split_kwargs(kwargs)
+        return load_tokenizer(resolve(name_or_path, **hub_kwargs), **overrides)
+
+
+class _AutoModel:
+    """Resolve, then `model_class.from_pretrained(directory, **config_overrides)`."""
+
+    # "module:attribute", imported on first use so that `import nlp.auto` stays light
+    _model_class: str
+
+    @classmethod
+    def model_class(cls) -> type[PreTrainedEncoder]:
+        module, _, attr = cls._model_class.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, **kwargs: Any) -> PreTrainedEncoder:
+        hub_kwargs, overrides = _split_kwargs(kwargs)
+        return cls.model_class().from_pretrained(resolve(name_or_path, **hub_kwargs), **overrides)
+
+    @classmethod
+    def from_config(cls, config: ErnieConfig | str, **overrides: Any) -> PreTrainedEncoder:
+        """A randomly initialised model from a config or a preset name (no download)."""
+        if isinstance(config, str):
+            config = preset_config(config, **overrides)
+        elif overrides:
+            config = config.replace(**overrides)
+        return cls.model_class()(config)
+
+
+class AutoModel(_AutoModel):
+    """The backbone: outputs `last_hidden_state` and `pooler_output`."""
+
+    _model_class = f"{ErnieModel.__module__}:ErnieModel"
+
+
+class AutoModelForMaskedLM(_AutoModel):
+    _model_class = f"{ErnieForMaskedLM.__module__}:ErnieForMaskedLM"
+
+
+class AutoModelForSequenceClassification(_AutoModel):
+    _model_class = "nlp.tasks:ErnieForSequenceClassification"
+
+
+class AutoModelForTokenClassification(_AutoModel):
+    _model_class = "nlp.tasks:ErnieForTokenClassification"
+
+
+class AutoModelForQuestionAnswering(_AutoModel):
+    _model_class = "nlp.tasks:ErnieForQuestionAnswering"
+
+
+def pipeline(task: str, model: str | os.PathLike, tokenizer: str | os.PathLike | None = None, **kwargs: Any):
+    """`nlp.pipeline("text-classification" | "token-classification" | "question-answering", model=...)`.
+
+    `model` (and `tokenizer`, default: the model's directory) may be a hub name, an
+    `owner/repo` id or a local directory; other keywords go to the task's pipeline.
+    """
+    from nlp.tasks import pipeline as task_pipeline
+
+    hub_kwargs, kwargs = _split_kwargs(kwargs)
+    model_dir = resolve(model, **hub_kwargs)
+    tokenizer_dir = resolve(tokenizer, **hub_kwargs) if tokenizer is not None else None
+    return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
