@@ -162,7 +162,8 @@ def _get_once(url: str, incomplete: Path, size: int | None, headers: dict, timeo
         length = resp.headers.get("Content-Length")
         total = offset + int(length) if length and length.isdigit() else size
         with open(incomplete, mode) as f, _progress(progress, total, offset, desc) as bar:
-            for chunk in resp.iter_content(_CHUNK):
+            # small reads: when the connection drops, only the last partial read is lost
+            for chunk in resp.iter_content(64 * 1024):
                 f.write(chunk)
                 hasher.update(chunk)
                 bar.update(len(chunk))
