@@ -1,0 +1,189 @@
+"""`nlp hub`: list and inspect model cards, download into the cache, manage it, serve a mirror."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+EPILOG = """\
+examples:
+  nlp hub ls                                   # every registered name
+  nlp hub ls 'ernie-3.0-*'                     # a glob, or a substring: nlp hub ls macbert
+  nlp hub info ernie-3.0-mini-zh               # sources in the order they are tried, files, licence
+  nlp hub download ernie-3.0-mini-zh           # into the cache (NLP_HUB_CACHE, else $NLP_HOME/hub)
+  nlp hub download hfl/rbt3 --revision main    # any owner/repo on a Hugging Face-protocol endpoint
+  nlp hub download rbt3 --cache-dir ./hub-cache   # fill a folder to carry to an offline machine
+  nlp hub cache ls
+  nlp hub cache rm ernie-3.0-mini-zh
+  nlp hub serve /data/mirror --host 0.0.0.0 --port 8080 --token "$MIRROR_TOKEN"
+      # DIR/owner/name/... ; clients: NLP_HUB_MIRROR=http://host:8080 (this toolkit),
+      # HF_ENDPOINT=http://host:8080 with HF_TOKEN=$MIRROR_TOKEN (huggingface_hub, transformers)
+
+offline: NLP_OFFLINE=1 (or HF_HUB_OFFLINE=1) reads only the cache and never opens a socket.
+The cache layout and every environment variable: docs/hub.md.
+"""
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from nlp.hub import get_card, list_models
+
+    names = list_models(args.pattern)
+    if not names:
+        print(f"no registered model matches {args.pattern!r}")
+        return 1
+    width = max(len(n) for n in names)
+    for name in names:
+        card = get_card(name)
+        kinds = ",".join(dict.fromkeys(s.kind + ("(paddle)" if s.format == "paddle" else "") for s in card.sources))
+        print(f"{name:<{width}}  {card.architecture:<5}  {card.license:<10}  {kinds}")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from nlp.hub import hub_cache_dir, resolve_card
+    from nlp.hub.download import effective_sources
+    from nlp.hub.records import recorded
+
+    card = resolve_card(args.name)
+    if args.json:
+        print(json.dumps(card.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"name:         {card.name}")
+    print(f"architecture: {card.architecture or '(from config.json)'}")
+    if card.preset:
+        print(f"preset:       {card.preset}")
+    if card.heads:
+        print(f"heads:        {', '.join(card.heads)}")
+    print(f"license:      {card.license}")
+    if card.description:
+        print(f"description:  {card.description}")
+    if card.homepage:
+        print(f"homepage:     {card.homepage}")
+    rec = recorded(hub_cache_dir(args.cache_dir), card.name)
+    print("sources (tried in this order):")
+    for i, src in enumerate(effective_sources(card), 1):
+        print(f"  {i}. {src.describe()}")
+        for f in src.files:
+            size = f" {_human(f.size)}" if f.size is not None else ""
+            digest = f.sha256
+            if digest == "unknown":
+                label = f"{src.kind}-{src.revision or ('master' if src.kind == 'modelscope' else 'main')}"
+                seen = rec.get(label, {}).get(f.name)
+                digest = f"unknown (recorded {seen})" if seen else "unknown"
+            print(f"       {f.name}{size}  sha256 {digest}")
+            if f.url:
+                print(f"         {f.url}")
+    return 0
+
+
+def _download(args: argparse.Namespace) -> int:
+    from nlp.hub import download
+
+    path = download(args.name, revision=args.revision, cache_dir=args.cache_dir, progress=not args.quiet)
+    print(path)
+    return 0
+
+
+def _cache_ls(args: argparse.Namespace) -> int:
+    from nlp.hub import hub_cache_dir, scan_cache
+
+    root = hub_cache_dir(args.cache_dir)
+    entries = scan_cache(root)
+    print(f"cache: {root}")
+    if not entries:
+        print("(empty)")
+        return 0
+    width = max(len(e.name) for e in entries)
+    for e in entries:
+        print(f"{e.name:<{width}}  {e.kind:<9}  {_human(e.size):>9}  {', '.join(e.snapshots)}")
+    print(f"total {_human(sum(e.size for e in entries))}")
+    return 0
+
+
+def _cache_rm(args: argparse.Namespace) -> int:
+    from nlp._common import UnknownNameError
+    from nlp.hub import remove_from_cache, resolve_card
+
+    names = {args.name}
+    try:  # a card name also removes the repos of its hf sources
+        card = resolve_card(args.name)
+        names |= {s.repo for s in card.sources if s.kind == "hf" and s.repo}
+    except UnknownNameError:
+        pass
+    removed = [p for n in sorted(names) for p in remove_from_cache(n, args.cache_dir)]
+    if not removed:
+        print(f"nothing cached for {args.name!r} (see `nlp hub cache ls`)")
+        return 1
+    for p in removed:
+        print(f"removed {p}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from nlp._common import ConfigError
+    from nlp.hub.server import serve
+
+    if not os.path.isdir(args.dir):
+        raise ConfigError(f"{args.dir!r} is not a directory; give the folder holding owner/name/ snapshots")
+    token = args.token or os.environ.get("NLP_HUB_TOKEN") or None
+    print(f"serving {os.path.abspath(args.dir)} on http://{args.host}:{args.port}" + (" (bearer token required)" if token else ""))
+    serve(args.dir, host=args.host, port=args.port, token=token)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = subparsers.add_parser(
+        "hub", help="model names, downloads, the cache and a mirror server",
+        description="Named models from several sources, verified downloads, the offline cache, a mirror.",
+        epilog=EPILOG, formatter_class=fmt,
+    )
+    sub = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND")
+    parser.set_defaults(func=lambda a: (parser.print_help(), 0)[1])
+
+    p = sub.add_parser("ls", help="list registered model names", epilog=EPILOG, formatter_class=fmt)
+    p.add_argument("pattern", nargs="?", metavar="PATTERN", help="shell glob or substring")
+    p.set_defaults(func=_ls)
+
+    p = sub.add_parser("info", help="show a model card", epilog=EPILOG, formatter_class=fmt)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="print the card as JSON (re-registrable)")
+    p.add_argument("--cache-dir", default=None, help="cache to read recorded digests from")
+    p.set_defaults(func=_info)
+
+    p = sub.add_parser("download", help="download a model into the cache; prints the snapshot path",
+                       epilog=EPILOG, formatter_class=fmt)
+    p.add_argument("name", metavar="NAME", help="registered name, owner/repo, or a local directory")
+    p.add_argument("--revision", default=None, help="branch, tag or commit (Hugging Face-protocol sources)")
+    p.add_argument("--cache-dir", default=None, help="cache folder (default: NLP_HUB_CACHE or $NLP_HOME/hub)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_download)
+
+    cache = sub.add_parser("cache", help="list or remove cached models", epilog=EPILOG, formatter_class=fmt)
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
+    cache.set_defaults(func=_cache_ls)
+    p = csub.add_parser("ls", help="list cached models with their size")
+    p.add_argument("--cache-dir", default=None)
+    p.set_defaults(func=_cache_ls)
+    p = csub.add_parser("rm", help="remove a model (card name or owner/repo) from the cache")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--cache-dir", default=None)
+    p.set_defaults(func=_cache_rm)
+    cache.add_argument("--cache-dir", default=None)
+
+    p = sub.add_parser("serve", help="serve a directory of snapshots with the Hugging Face protocol",
+                       epilog=EPILOG, formatter_class=fmt)
+    p.add_argument("dir", metavar="DIR", help="folder holding owner/name/<files>")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--token", default=None, help="require `Authorization: Bearer TOKEN` (or set NLP_HUB_TOKEN)")
+    p.set_defaults(func=_serve)
