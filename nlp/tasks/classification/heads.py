@@ -1,0 +1,100 @@
+"""Sequence classification head: pooled [CLS] -> dropout -> linear, as transformers builds it.
+
+One class serves ERNIE and BERT checkpoints (keys `ernie.` / `bert.` by `config.model_type`),
+so transformers' `ErnieForSequenceClassification` / `BertForSequenceClassification` load a
+directory saved here and the other way round, with the same logits.
+
+The loss follows transformers' `problem_type` rules exactly: with `config.problem_type` unset,
+one label means regression (MSE), integer labels mean single-label classification (cross
+entropy), float labels mean multi-label classification (BCE with logits); the inferred type is
+written back to the config, as transformers does, so a saved model remembers it.
+
+Packed rows (`pack_ids` from `nlp.tokenizer.PackingCollator`): the backbone pools the first
+token of every packed sequence, giving one row per sequence in row-major order, which is the
+order of the collator's 1-D `labels`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nlp._common import DataError
+from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
+
+__all__ = ["ErnieForSequenceClassification", "SequenceClassifierOutput"]
+
+
+@dataclass
+class SequenceClassifierOutput:
+    """`logits` (B, num_labels), or (S, num_labels) for S packed sequences; `loss` with labels."""
+
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+
+
+def _infer_problem_type(config: ErnieConfig, labels: torch.Tensor) -> str:
+    """transformers' rule, applied once and remembered in the config."""
+    if config.problem_type is None:
+        if config.num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    return config.problem_type
+
+
+def classification_loss(config: ErnieConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """MSE / cross entropy / BCE by `config.problem_type` (inferred as transformers does)."""
+    n = config.num_labels
+    problem = _infer_problem_type(config, labels)
+    if problem == "regression":
+        if n == 1:
+            return F.mse_loss(logits.squeeze().float(), labels.squeeze().to(logits.dtype).float())
+        return F.mse_loss(logits.float(), labels.to(logits.dtype).float())
+    if problem == "single_label_classification":
+        flat = labels.reshape(-1)
+        if flat.numel() != logits.shape[0]:
+            raise DataError(f"got {flat.numel()} labels for {logits.shape[0]} sequences; "
+                            "give one class id per sequence")
+        bad = flat[(flat != -100) & ((flat < 0) | (flat >= n))]
+        if bad.numel():
+            raise DataError(f"label {int(bad[0])} is outside the {n} classes [0, {n}) of this model; "
+                            "set num_labels (or id2label) to the label set of your data")
+        return F.cross_entropy(logits.view(-1, n).float(), flat.long())
+    if problem == "multi_label_classification":
+        if tuple(labels.shape) != tuple(logits.shape):
+            raise DataError(f"multi-label targets have shape {tuple(labels.shape)}, logits "
+                            f"{tuple(logits.shape)}; give one 0/1 value per label")
+        return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+    raise DataError(f"problem_type={problem!r} is not one of 'regression', "
+                    "'single_label_classification', 'multi_label_classification'")
+
+
+class ErnieForSequenceClassification(PreTrainedEncoder):
+    """Backbone (with pooler) + dropout + `classifier` (H -> num_labels)."""
+
+    _HF_SUFFIX = "ForSequenceClassification"
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.backbone = ErnieModel(config, add_pooling_layer=True)
+        p = config.classifier_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if p is None else p)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> SequenceClassifierOutput:
+        pooled = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
+                               position_ids, pack_ids).pooler_output  # (B, H) or (S, H) packed
+        logits = self.classifier(self.dropout(pooled))  # (B|S, num_labels)
+        loss = None if labels is None else classification_loss(self.config, logits, labels)
+        return SequenceClassifierOutput(loss=loss, logits=logits)

@@ -1,0 +1,90 @@
+"""Token classification head (NER): backbone -> dropout -> linear, optionally a linear-chain CRF.
+
+Without the CRF this is transformers' `ErnieForTokenClassification` / `BertForTokenClassification`
+(no pooler, `classifier`), loss = cross entropy over positions whose label is not -100.
+
+With `use_crf=True` in the config (an extra config.json key, kept on round trips), the logits
+are the CRF's emissions and the loss is the CRF negative log-likelihood over the positions
+whose label is not -100, taken in order as one chain (see nlp/tasks/ner/crf.py for the saved
+`crf.*` keys). Decode with `model.decode(logits, mask)`, which runs Viterbi with the CRF and
+argmax without it, over the positions of `mask` (the same positions that carry labels in
+training: first sub-tokens of words, no special tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nlp._common import DataError
+from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
+from nlp.tasks.ner.crf import LinearChainCRF
+
+__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput"]
+
+
+@dataclass
+class TokenClassifierOutput:
+    """`logits` (B, T, num_labels) (the CRF emissions when the model has one); `loss` with labels."""
+
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+
+
+class ErnieForTokenClassification(PreTrainedEncoder):
+    """Backbone (no pooler) + dropout + `classifier` (H -> num_labels) [+ `crf`]."""
+
+    _HF_SUFFIX = "ForTokenClassification"
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.backbone = ErnieModel(config, add_pooling_layer=False)
+        p = config.classifier_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if p is None else p)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        use_crf = config.extra.get("use_crf", False)
+        if not isinstance(use_crf, bool):
+            raise DataError(f"use_crf must be true or false in config.json, got {use_crf!r}")
+        self.crf = LinearChainCRF(config.num_labels) if use_crf else None
+        self.post_init()
+
+    @property
+    def use_crf(self) -> bool:
+        return self.crf is not None
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> TokenClassifierOutput:
+        x = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
+                          position_ids, pack_ids).last_hidden_state  # (B, T, H)
+        logits = self.classifier(self.dropout(x))  # (B, T, L)
+        loss = None
+        if labels is not None:
+            if tuple(labels.shape) != tuple(input_ids.shape):
+                raise DataError(f"labels has shape {tuple(labels.shape)} but input_ids "
+                                f"{tuple(input_ids.shape)}; give one label per token (-100 to ignore)")
+            n = self.num_labels
+            bad = labels[(labels != -100) & ((labels < 0) | (labels >= n))]
+            if bad.numel():
+                raise DataError(f"tag id {int(bad[0])} is outside the {n} tags [0, {n}) of this "
+                                "model; set id2label to the tag list of your data")
+            if self.crf is None:
+                loss = F.cross_entropy(logits.view(-1, n).float(), labels.reshape(-1).long(), ignore_index=-100)
+            else:
+                mask = labels != -100
+                loss = self.crf.neg_log_likelihood(logits, labels.clamp(min=0), mask)
+        return TokenClassifierOutput(loss=loss, logits=logits)
+
+    @torch.no_grad()
+    def decode(self, logits: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
+        """Tag ids for the positions where `mask` is True, per row, in order (Viterbi with a CRF)."""
+        mask = mask.bool()
+        if self.crf is not None:
+            return self.crf.viterbi_decode(logits, mask)
+        best = logits.argmax(-1)  # (B, T)
+        return [row[m].tolist() for row, m in zip(best, mask)]

@@ -1,0 +1,233 @@
+"""Task heads: same numbers as transformers both ways, transformers' loss rules, CRF, packing."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+
+import pytest
+import torch
+import transformers
+
+from nlp._common import DataError
+from nlp.models import ErnieConfig
+from nlp.tasks.classification.heads import ErnieForSequenceClassification
+from nlp.tasks.ner.crf import LinearChainCRF
+from nlp.tasks.ner.heads import ErnieForTokenClassification
+from nlp.tasks.qa.heads import ErnieForQuestionAnswering
+
+ATOL = 1e-5
+TINY = {
+    "ernie": dict(model_type="ernie", vocab_size=97, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=48, max_position_embeddings=40,
+                  type_vocab_size=4, use_task_id=True, task_type_vocab_size=16),
+    "bert": dict(model_type="bert", vocab_size=83, hidden_size=32, num_hidden_layers=2,
+                 num_attention_heads=2, intermediate_size=64, max_position_embeddings=40),
+}
+HEADS = {
+    "SequenceClassification": ErnieForSequenceClassification,
+    "TokenClassification": ErnieForTokenClassification,
+    "QuestionAnswering": ErnieForQuestionAnswering,
+}
+
+
+def _hf_class(model_type, head):
+    return getattr(transformers, ("Ernie" if model_type == "ernie" else "Bert") + "For" + head)
+
+
+def _hf_config(kw, **extra):
+    kw = {**kw, **extra}
+    cls = transformers.ErnieConfig if kw.pop("model_type") == "ernie" else transformers.BertConfig
+    return cls(**kw)
+
+
+def _inputs(kw, B=3, T=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, kw["vocab_size"], (B, T), generator=g)
+    mask = torch.ones(B, T, dtype=torch.long)
+    mask[1, 7:] = 0
+    ids[mask == 0] = 0
+    tt = torch.randint(0, kw.get("type_vocab_size", 2), (B, T), generator=g)
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt}
+
+
+def _logits(out):
+    if hasattr(out, "start_logits"):
+        return torch.stack([out.start_logits, out.end_logits])
+    return out.logits
+
+
+def _close(a, b):
+    diff = (a - b).abs().max().item()
+    assert diff <= ATOL, f"max abs diff {diff}"
+
+
+@pytest.mark.parametrize("mt,head", list(itertools.product(TINY, HEADS)))
+def test_saved_here_loads_in_transformers(tmp_path, mt, head, caplog):
+    torch.manual_seed(0)
+    n = 2 if head == "QuestionAnswering" else 5
+    ours = HEADS[head](ErnieConfig(**TINY[mt], num_labels=n)).eval()
+    ours.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    assert cfg["architectures"] == [("Ernie" if mt == "ernie" else "Bert") + "For" + head]
+    hf, info = _hf_class(mt, head).from_pretrained(tmp_path, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    batch = _inputs(TINY[mt])
+    with torch.no_grad():
+        _close(_logits(ours(**batch)), _logits(hf.eval()(**batch)))
+
+
+@pytest.mark.parametrize("mt,head", list(itertools.product(TINY, HEADS)))
+def test_saved_by_transformers_loads_here(tmp_path, mt, head, caplog):
+    torch.manual_seed(1)
+    n = 2 if head == "QuestionAnswering" else 4
+    hf = _hf_class(mt, head)(_hf_config(TINY[mt], num_labels=n)).eval()
+    hf.save_pretrained(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        ours = HEADS[head].from_pretrained(tmp_path)
+    assert "newly initialised" not in caplog.text
+    batch = _inputs(TINY[mt], seed=3)
+    with torch.no_grad():
+        _close(_logits(ours(**batch)), _logits(hf(**batch)))
+
+
+
+
+def _to_hf(ours, tmp_path):
+    ours.save_pretrained(tmp_path)
+    return type_of_hf(ours).from_pretrained(tmp_path).eval()
+
+
+def type_of_hf(ours):
+    head = type(ours).__name__.replace("ErnieFor", "")
+    return _hf_class(ours.config.model_type, head)
+
+
+@pytest.mark.parametrize("num_labels,labels,problem", [
+    (3, torch.tensor([0, 2, 1]), "single_label_classification"),
+    (1, torch.tensor([0.5, -1.0, 2.0]), "regression"),
+    (2, torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]), "multi_label_classification"),
+    (3, torch.tensor([[1.0, 0.0, 0.3], [0.0, 1.0, 1.0], [0.0, 0.5, 0.0]]), "regression"),
+])
+def test_classification_loss_follows_transformers_problem_types(tmp_path, num_labels, labels, problem):
+    kw = TINY["ernie"]
+    torch.manual_seed(2)
+    preset = problem if (problem == "regression" and num_labels > 1) else None
+    ours = ErnieForSequenceClassification(ErnieConfig(**kw, num_labels=num_labels, problem_type=preset)).eval()
+    hf = _to_hf(ours, tmp_path)
+    batch = _inputs(kw)
+    a = ours(**batch, labels=labels)
+    b = hf(**batch, labels=labels)
+    assert ours.config.problem_type == hf.config.problem_type == problem
+    torch.testing.assert_close(a.loss, b.loss, atol=1e-5, rtol=1e-5)
+
+
+def test_token_and_qa_losses_equal_transformers(tmp_path):
+    kw = TINY["bert"]
+    batch = _inputs(kw)
+    torch.manual_seed(4)
+    tok = ErnieForTokenClassification(ErnieConfig(**kw, num_labels=5)).eval()
+    labels = torch.randint(0, 5, batch["input_ids"].shape)
+    labels[:, 0] = -100
+    labels[1, 7:] = -100
+    torch.testing.assert_close(tok(**batch, labels=labels).loss,
+                               _to_hf(tok, tmp_path / "t")(**batch, labels=labels).loss)
+    qa = ErnieForQuestionAnswering(ErnieConfig(**kw)).eval()
+    pos = dict(start_positions=torch.tensor([1, 3, 50]), end_positions=torch.tensor([2, 5, 50]))
+    torch.testing.assert_close(qa(**batch, **pos).loss, _to_hf(qa, tmp_path / "q")(**batch, **pos).loss)
+
+
+def test_bad_labels_are_clear_errors():
+    kw = TINY["ernie"]
+    clf = ErnieForSequenceClassification(ErnieConfig(**kw, num_labels=3)).eval()
+    batch = _inputs(kw)
+    with pytest.raises(DataError, match="outside the 3 classes"):
+        clf(**batch, labels=torch.tensor([0, 1, 7]))
+    tok = ErnieForTokenClassification(ErnieConfig(**kw, num_labels=3)).eval()
+    with pytest.raises(DataError, match="one label per token"):
+        tok(**batch, labels=torch.zeros(3, 4, dtype=torch.long))
+
+
+def test_packed_classification_pools_each_sequence():
+    """Two sequences packed in one row give the logits they give alone, labels row-major."""
+    kw = TINY["ernie"]
+    torch.manual_seed(5)
+    model = ErnieForSequenceClassification(ErnieConfig(**kw, num_labels=3)).eval()
+    a, b, c = [2, 10, 11, 3], [2, 20, 21, 22, 3], [2, 30, 3]
+    alone = [model(input_ids=torch.tensor([s])).logits[0] for s in (a, b, c)]
+    ids = torch.tensor([a + b, c + [0] * 6])
+    pack = torch.tensor([[1] * 4 + [2] * 5, [1] * 3 + [0] * 6])
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=(pack > 0).long(), pack_ids=pack,
+                    labels=torch.tensor([0, 1, 2]))
+    assert out.logits.shape == (3, 3)
+    _close(out.logits, torch.stack(alone))
+    assert out.loss is not None
+
+
+# ------------------------------------------------------------------------------- CRF
+def _brute_force(crf, em):
+    """log Z and the best path by enumerating every tag sequence."""
+    L, T = crf.num_tags, em.shape[0]
+    scores = {}
+    for path in itertools.product(range(L), repeat=T):
+        s = crf.start_transitions[path[0]] + crf.end_transitions[path[-1]]
+        s = s + sum(em[t, path[t]] for t in range(T))
+        s = s + sum(crf.transitions[path[t], path[t + 1]] for t in range(T - 1))
+        scores[path] = s
+    logz = torch.logsumexp(torch.stack(list(scores.values())), 0)
+    return logz, scores, max(scores, key=lambda p: scores[p].item())
+
+
+def test_crf_nll_and_viterbi_equal_brute_force_over_gapped_masks():
+    torch.manual_seed(6)
+    crf = LinearChainCRF(3)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.normal_()
+    em = torch.randn(2, 6, 3)
+    mask = torch.tensor([[0, 1, 1, 0, 1, 0], [0, 1, 0, 0, 1, 1]], dtype=torch.bool)
+    tags = torch.tensor([[0, 2, 1, 0, 0, 0], [0, 1, 0, 0, 2, 2]])
+    nll = crf.neg_log_likelihood(em, tags, mask)
+    expected, paths = [], []
+    for b in range(2):
+        sel = em[b][mask[b]]
+        logz, scores, best = _brute_force(crf, sel)
+        expected.append(logz - scores[tuple(tags[b][mask[b]].tolist())])
+        paths.append(list(best))
+    torch.testing.assert_close(nll, torch.stack(expected).mean())
+    assert crf.viterbi_decode(em, mask) == paths
+
+
+def test_crf_head_trains_saves_and_loads_in_transformers(tmp_path):
+    kw = TINY["bert"]
+    torch.manual_seed(7)
+    model = ErnieForTokenClassification(ErnieConfig.from_dict(kw, num_labels=3, use_crf=True))
+    batch = _inputs(kw)
+    labels = batch["input_ids"] % 3
+    labels[:, 0] = -100
+    labels[1, 7:] = -100
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(25):
+        loss = model(**batch, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] * 0.5
+    assert model.crf.transitions.grad is not None
+    model.eval().save_pretrained(tmp_path)
+    back = ErnieForTokenClassification.from_pretrained(tmp_path)
+    assert back.use_crf
+    torch.testing.assert_close(back.crf.transitions, model.crf.transitions)
+    mask = labels != -100
+    with torch.no_grad():
+        logits = model(**batch).logits
+    assert back.decode(back(**batch).logits, mask) == model.decode(logits, mask)
+    # transformers: same emissions; the three crf.* keys are the documented extras
+    hf, info = transformers.BertForTokenClassification.from_pretrained(tmp_path, output_loading_info=True)
+    assert sorted(info["unexpected_keys"]) == ["crf.end_transitions", "crf.start_transitions", "crf.transitions"]
+    assert not info["missing_keys"]
+    _close(logits, hf.eval()(**batch).logits)
