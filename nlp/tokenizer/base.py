@@ -309,6 +309,10 @@ class Tokenizer:
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as err:  # Rust panics surface as pyo3 PanicException(BaseException)
+            # checked only on failure, so valid input pays nothing for it
+            _raise_on_surrogate(firsts, "text", batched)
+            if seconds is not None:
+                _raise_on_surrogate(seconds, "text_pair", batched)
             if isinstance(err, (DataError, ConfigError, TypeError)):
                 raise
             raise ConfigError(
@@ -452,7 +456,7 @@ def _to_id_list(ids: Any) -> Any:
 
 
 def _check_text(value: Any, what: str, words: bool) -> None:
-    """TypeError for a non-string; DataError for text the Rust side cannot take (lone surrogates)."""
+    """TypeError naming the input for a non-string."""
     items = value if words else (value,)
     for item in items:
         if not isinstance(item, str):
@@ -460,10 +464,16 @@ def _check_text(value: Any, what: str, words: bool) -> None:
                 f"{what} must be a str{' (a list of words)' if words else ''}, "
                 f"got {type(item).__name__}: {item!r:.60}"
             )
-        if not item.isascii():
+
+
+def _raise_on_surrogate(items: list[Any], name: str, batched: bool) -> None:
+    """DataError for text the Rust side cannot take: lone surrogates are not valid UTF-8."""
+    for i, value in enumerate(items):
+        for item in (value if isinstance(value, (list, tuple)) else (value,)):
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as err:
+                what = f"{name}[{i}]" if batched else name
                 raise DataError(
                     f"{what} holds a lone surrogate {item[err.start]!r} at character {err.start}; "
                     "text must be valid Unicode (decode bytes with errors='replace')"
