@@ -86,6 +86,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _download(args: argparse.Namespace) -> int:
+    import nlp.auto  # noqa: F401 - registers the Paddle converter, so Paddle-only sources work too
     from nlp.hub import download
 
     path = download(args.name, revision=args.revision, cache_dir=args.cache_dir, progress=not args.quiet)

@@ -232,7 +232,8 @@ def _write_paddle_config(card: ModelCard, src: Source, snap: Path) -> None:
     import json
 
     with atomic_write(snap / "model_config.json", "w", encoding="utf-8") as fh:
-        json.dump({"architectures": ["ErnieModel"], "model_type": card.architecture, **card.config}, fh, indent=2)
+        # no "architectures": the converter infers backbone vs head from the parameter names
+        json.dump({"model_type": card.architecture, **card.config}, fh, indent=2)
 
 
 # -- directories: local / mirror path ---------------------------------------------------------------

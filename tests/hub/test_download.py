@@ -198,3 +198,22 @@ def test_builtin_source_is_copied_and_verified(tmp_path, cache, monkeypatch):
         {"kind": "builtin", "package": "fake_assets", "path": "tiny", "files": [{"name": "vocab.txt", "sha256": "0" * 64}]}]})
     with pytest.raises(HubError, match="sha256"):
         hub.download("b2")
+
+
+def test_modelscope_source_uses_the_repo_file_url(flaky, cache):
+    """ModelScope serves files at /api/v1/models/{repo}/repo?Revision={rev}&FilePath={file}."""
+    flaky.files["api/v1/models/team/tiny/repo?Revision=master&FilePath=vocab.txt"] = VOCAB
+    flaky.files["api/v1/models/team/tiny/repo?Revision=master&FilePath=sub%2Fw.bin"] = BLOB
+    hub.register_card({"name": "ms", "architecture": "ernie", "sources": [
+        {"kind": "modelscope", "repo": "team/tiny", "endpoint": flaky.url,
+         "files": ["vocab.txt", {"name": "sub/w.bin", "sha256": sha(BLOB)}]}]})
+    path = hub.download("ms")
+    assert (path / "vocab.txt").read_bytes() == VOCAB and (path / "sub/w.bin").read_bytes() == BLOB
+    assert path.name == "modelscope-master"
+
+
+def test_revision_skips_sources_without_it(flaky, cache):
+    flaky.files["vocab.txt"] = VOCAB
+    hub.register_card(url_card("u", flaky.url, [("vocab.txt", {})]))
+    with pytest.raises(HubError, match="has no revision 'v2'"):
+        hub.download("u", revision="v2")
