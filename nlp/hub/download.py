@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
-from nlp._common import HubError, atomic_write
+from nlp._common import HubError, UnknownNameError, atomic_write
 
 from . import records
 from ._env import hub_cache_dir, is_offline, mirror_endpoints
@@ -58,6 +58,12 @@ def resolve_card(name_or_repo: str) -> ModelCard:
         return card
     if _looks_like_repo(name_or_repo):
         return ModelCard(name=name_or_repo, architecture="", sources=(Source(kind="hf", repo=name_or_repo),))
+    if name_or_repo.startswith((".", "~", os.sep)) or name_or_repo.endswith(("/", os.sep)):
+        raise UnknownNameError(
+            f"{name_or_repo!r} looks like a directory but there is no such directory "
+            f"(from {os.getcwd()}). Give an existing model folder, a registered name (`nlp hub ls`) "
+            "or an 'owner/repo' id."
+        )
     return get_card(name_or_repo)  # raises UnknownNameError with a did-you-mean
 
 
@@ -101,7 +107,7 @@ def _silent_tqdm():
 # -- Hugging Face protocol -----------------------------------------------------------------------
 def _hf_snapshot(src: Source, revision: str | None, cache: Path, offline: bool, progress: bool) -> Path:
     from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
     repo, endpoint = src.repo, src.endpoint
     revision = revision or src.revision
@@ -133,8 +139,10 @@ def _hf_snapshot(src: Source, revision: str | None, cache: Path, offline: bool, 
                 tqdm_class=tqdm_class,
             )
         )
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as err:
-        raise HubError(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else err}") from err
+    except Exception as err:  # noqa: BLE001 - any failure of one source means: try the next one
+        # huggingface_hub raises its own HTTP errors, httpx connection errors, OSError, ValueError
+        first = str(err).splitlines()[0] if str(err) else ""
+        raise HubError(f"{type(err).__name__}: {first}") from err
     _verify_hf(path, src.files)
     return path
 
@@ -239,11 +247,14 @@ def _write_paddle_config(card: ModelCard, src: Source, snap: Path) -> None:
 # -- directories: local / mirror path ---------------------------------------------------------------
 def _dir_snapshot(card: ModelCard, src: Source) -> Path:
     base = Path(src.path or "").expanduser()
-    d = base / src.repo if src.kind == "mirror" and src.repo and (base / src.repo).is_dir() else base
-    if src.kind == "mirror" and not (base / (src.repo or "")).is_dir():
-        d = base / card.name
-    if not d.is_dir():
-        raise _NotCached([f"directory {d}"])
+    if src.kind == "mirror":  # a mirror folder holds owner/name/ like the server's DIR
+        candidates = [base / src.repo] if src.repo else []
+        candidates.append(base / card.name)
+    else:
+        candidates = [base]
+    d = next((c for c in candidates if c.is_dir()), None)
+    if d is None:
+        raise _NotCached([f"directory {' or '.join(str(c) for c in candidates)}"])
     missing = [f.name for f in src.files if not (d / f.name).is_file()]
     if missing:
         raise _NotCached([f"{m} (in {d})" for m in missing])
@@ -284,11 +295,7 @@ def _from_source(card: ModelCard, src: Source, revision: str | None, cache: Path
             return dst
     raw = _raw_snapshot(card, src, revision, cache, offline, progress)
     dst = _converted_dir(cache, card, src, raw)
-    if is_converted(dst):
-        return dst
-    if offline and not is_converted(dst):
-        # converting is local work: allowed offline, the raw files are here
-        pass
+    # converting is local work, so it also runs offline when the raw files are cached
     return convert_once(src.format, raw, dst)
 
 

@@ -217,3 +217,28 @@ def test_revision_skips_sources_without_it(flaky, cache):
     hub.register_card(url_card("u", flaky.url, [("vocab.txt", {})]))
     with pytest.raises(HubError, match="has no revision 'v2'"):
         hub.download("u", revision="v2")
+
+
+def test_dead_hf_endpoint_falls_through_to_next_source(flaky, cache, monkeypatch):
+    import socket
+
+    import huggingface_hub.utils._http as hf_http
+
+    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)  # huggingface_hub retries ~20 s first
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    flaky.files["vocab.txt"] = VOCAB
+    card = {"name": "fall", "architecture": "bert", "sources": [
+        {"kind": "hf", "repo": "team/tiny-model", "endpoint": f"http://127.0.0.1:{dead}"},
+        {"kind": "url", "files": [{"name": "vocab.txt", "url": f"{flaky.url}/vocab.txt"}]}]}
+    hub.register_card(card)
+    assert (hub.download("fall") / "vocab.txt").read_bytes() == VOCAB
+
+
+def test_missing_directory_is_not_a_name(cache, tmp_path):
+    with pytest.raises(UnknownNameError, match="no such directory"):
+        hub.download(str(tmp_path / "nope") + "/")
+    with pytest.raises(UnknownNameError, match="no such directory"):
+        hub.download("./not-here")
