@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 import sys
 import time
 
@@ -67,3 +68,28 @@ def test_serve_subprocess(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_download_paddlenlp_url_source_converts_with_the_real_converter(flaky, cache, tmp_path, capsys):
+    """PaddleNLP's URLs serve only weights + vocab: the card's config fills in, the models layer converts."""
+    import numpy as np
+    from paddle_fixtures import TINY, paddle_backbone, paddle_config, write_paddle_dir
+
+    pd_config = paddle_config("ErnieModel")
+    src = write_paddle_dir(tmp_path / "pd", paddle_backbone(pd_config, np.random.default_rng(0)), pd_config)
+    flaky.files.update({"w.pdparams": (src / "model_state.pdparams").read_bytes(), "v.txt": (src / "vocab.txt").read_bytes()})
+    config = {k: v for k, v in pd_config.items() if k not in ("architectures", "model_type")}
+    hub.register_card({"name": "tiny-pd", "architecture": "ernie", "config": config, "sources": [
+        {"kind": "url", "format": "paddle", "revision": "paddlenlp", "files": [
+            {"name": "model_state.pdparams", "url": f"{flaky.url}/w.pdparams"},
+            {"name": "vocab.txt", "url": f"{flaky.url}/v.txt"}]}]})
+    assert main(["hub", "download", "tiny-pd", "-q"]) == 0
+    out = Path(capsys.readouterr().out.strip())
+    assert out == cache / "converted--tiny-pd" / "url-paddlenlp"
+    import json
+
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["model_type"] == "ernie" and cfg["hidden_size"] == TINY["hidden_size"]
+    assert (out / "model.safetensors").is_file() and (out / "vocab.txt").is_file()
+    raw = cache / "files--tiny-pd" / "snapshots" / "url-paddlenlp"
+    assert json.loads((raw / "model_config.json").read_text())["num_hidden_layers"] == TINY["num_hidden_layers"]
