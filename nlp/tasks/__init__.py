@@ -24,3 +24,49 @@ __all__ = [
     "dataset_info",
     # --- heads, preprocessing, post-processing and pipelines: exported below by the task-layer helper ---
 ]
+
+from nlp.tasks.classification import (  # noqa: E402
+    ErnieForSequenceClassification,
+    SequenceClassifierOutput,
+    preprocess_classification,
+)
+from nlp.tasks.ner import (  # noqa: E402
+    ErnieForTokenClassification,
+    LinearChainCRF,
+    TokenClassifierOutput,
+    preprocess_ner,
+    tags_to_entities,
+)
+from nlp.tasks.pipelines import (  # noqa: E402
+    Pipeline,
+    QuestionAnsweringPipeline,
+    TextClassificationPipeline,
+    TokenClassificationPipeline,
+    pipeline,
+)
+from nlp.tasks.qa import ErnieForQuestionAnswering, QuestionAnsweringOutput, postprocess_qa, preprocess_qa  # noqa: E402
+from nlp.tasks.registry import TASKS, TaskSpec, get_task, list_tasks  # noqa: E402
+
+__all__ += [
+    "ErnieForSequenceClassification",
+    "ErnieForTokenClassification",
+    "ErnieForQuestionAnswering",
+    "SequenceClassifierOutput",
+    "TokenClassifierOutput",
+    "QuestionAnsweringOutput",
+    "LinearChainCRF",
+    "preprocess_classification",
+    "preprocess_ner",
+    "preprocess_qa",
+    "postprocess_qa",
+    "tags_to_entities",
+    "pipeline",
+    "Pipeline",
+    "TextClassificationPipeline",
+    "TokenClassificationPipeline",
+    "QuestionAnsweringPipeline",
+    "TASKS",
+    "TaskSpec",
+    "get_task",
+    "list_tasks",
+]

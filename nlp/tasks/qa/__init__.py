@@ -4,3 +4,11 @@ from nlp.tasks.qa.data import QA_FEATURES, read_squad
 from nlp.tasks.qa.metrics import cmrc2018_metrics, cmrc_em, cmrc_f1, mixed_segmentation
 
 __all__ = ["QA_FEATURES", "read_squad", "cmrc2018_metrics", "cmrc_em", "cmrc_f1", "mixed_segmentation"]
+
+# ---- heads, preprocessing and post-processing (task-layer helper) ----
+from nlp.tasks.qa.heads import ErnieForQuestionAnswering, QuestionAnsweringOutput  # noqa: E402
+from nlp.tasks.qa.postprocess import best_spans, postprocess_qa  # noqa: E402
+from nlp.tasks.qa.preprocess import answer_token_span, preprocess_qa  # noqa: E402
+
+__all__ += ["ErnieForQuestionAnswering", "QuestionAnsweringOutput", "preprocess_qa", "answer_token_span",
+            "postprocess_qa", "best_spans"]
