@@ -1,0 +1,45 @@
+"""`nlp predict RUN_OR_MODEL --input FILE`: run a fine-tuned model over a file, write JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+
+EPILOG = """examples:
+  nlp predict runs/sentiment-reviews --input reviews.txt              # one text a line -> stdout
+  nlp predict runs/sentiment-reviews --input reviews.txt --output preds.jsonl --top-k 2
+  nlp predict runs/ner --input news.txt
+  nlp predict runs/cmrc --input questions.jsonl     # {"question": ..., "context": ...} per line
+
+Input: a .txt file (one text a line) or .jsonl ({"text": ...[, "text_pair": ...]};
+QA: {"question": ..., "context": ...}). Output: one JSON object per input line, in order.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("predict", help="run a fine-tuned model over a file", epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="RUN_OR_MODEL", help="a run directory or a model directory")
+    p.add_argument("--input", required=True, help="a .txt (one text a line) or .jsonl file")
+    p.add_argument("--output", default=None, help="write JSON lines here (default: stdout)")
+    p.add_argument("--task", default=None, help="the task, when the model's config does not say")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--top-k", type=int, default=1, help="classification: labels per text")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from nlp._common import atomic_write
+    from nlp.train.inference import predict_file
+
+    rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k)
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    if args.output:
+        with atomic_write(args.output, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + ("\n" if lines else ""))
+        print(f"wrote {len(lines)} predictions to {args.output}", file=sys.stderr)
+    else:
+        print("\n".join(lines))
+    return 0

@@ -1,0 +1,105 @@
+"""Scoring and predicting with a finished run or a model directory (`nlp evaluate`, `nlp predict`).
+
+A run directory's model is RUN/model (model + tokenizer + id2label); its recipe.yaml supplies
+the max_length the model was trained with. The task comes from config.json's `architectures`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nlp._common import ConfigError, DataError
+from nlp.tokenizer import DataCollatorWithPadding, load_tokenizer
+from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, find_model_dir, load_task_data, task_of_model
+from nlp.train.recipe import DataSection, Recipe, TaskSection, check_recipe
+
+__all__ = ["evaluate_dir", "predict_file"]
+
+
+def _run_recipe(model_dir: Path) -> dict[str, Any]:
+    path = model_dir.parent / "recipe.yaml"
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+
+
+def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
+                 max_length: int | None = None, doc_stride: int = 128, batch_size: int = 64,
+                 max_samples: int | None = None) -> dict[str, Any]:
+    """Metrics of a run's (or model directory's) model on a named dataset split or a file."""
+    from nlp.tasks.registry import get_task
+
+    model_dir = find_model_dir(model)
+    spec = get_task(task or task_of_model(model_dir))
+    trained = _run_recipe(model_dir).get("data", {})
+    max_length = max_length or trained.get("max_length") or (384 if spec.name == "question-answering" else 128)
+    net = spec.head.from_pretrained(model_dir).eval()
+    cfg = net.config
+    labels = ([cfg.id2label[i] for i in sorted(cfg.id2label)]
+              if spec.name != "question-answering" and cfg.id2label and cfg.num_labels > 1 else None)
+    is_file = Path(data).expanduser().is_file()
+    section = DataSection(dataset=None if is_file else data, files={split: data} if is_file else {},
+                          label_names=labels, train_split=split, dev_split=None, test_split=None,
+                          max_length=max_length, doc_stride=min(doc_stride, max_length - 1),
+                          max_train_samples=max_samples, reader=dict(trained.get("reader") or {}))
+    recipe = Recipe(task=TaskSection(spec.name), data=section)
+    errors = [e for e in check_recipe(recipe) if not e.startswith(("model", "tokenizer"))]
+    if errors:
+        raise ConfigError("--data: " + "; ".join(errors))
+    task_data = load_task_data(recipe)
+    ds = task_data.splits["train"]
+    tok = load_tokenizer(model_dir)
+    feats = featurize(recipe, ds, tok, labels)
+    metrics = TaskMetrics(spec.name, labels, net, recipe).use(ds, feats)
+    scores = evaluate_model(net, metrics, feats, DataCollatorWithPadding(pad_token_id=tok.pad_token_id),
+                            batch_size=batch_size)
+    return {"model": str(model_dir), "data": data, "split": split, "examples": len(ds), **scores}
+
+
+def _read_inputs(path: Path, task: str) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise ConfigError(f"--input {str(path)!r} does not exist")
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if path.suffix.lower() in (".jsonl", ".json"):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{n}: not a JSON object: {err}") from None
+            need = ("question", "context") if task == "question-answering" else ("text",)
+            if not isinstance(rec, dict) or any(k not in rec for k in need):
+                raise DataError(f"{path}:{n}: expected an object with {', '.join(need)}")
+            rows.append(rec)
+        elif task == "question-answering":
+            raise DataError(f"{path}: question answering reads .jsonl lines with question and context")
+        else:
+            rows.append({"text": line.strip()})
+    return rows
+
+
+def predict_file(model: str | Path, input_path: str | Path, *, task: str | None = None,
+                 batch_size: int = 32, top_k: int = 1) -> list[dict[str, Any]]:
+    """One result per input line: labels, entities or answers, through the task's pipeline."""
+    from nlp.tasks.registry import get_task
+
+    model_dir = find_model_dir(model)
+    spec = get_task(task or task_of_model(model_dir))
+    max_length = _run_recipe(model_dir).get("data", {}).get("max_length")
+    pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length)
+    rows = _read_inputs(Path(input_path), spec.name)
+    if not rows:
+        return []
+    if spec.name == "text-classification":
+        pairs = [r["text_pair"] for r in rows] if all("text_pair" in r for r in rows) else None
+        out = pipe([r["text"] for r in rows], pairs, top_k=top_k)
+        return [{**r, "labels": o} for r, o in zip(rows, out)]
+    if spec.name == "token-classification":
+        out = pipe([r["text"] for r in rows])
+        return [{**r, "entities": o} for r, o in zip(rows, out)]
+    out = pipe(question=[r["question"] for r in rows], context=[r["context"] for r in rows])
+    return [{**r, "answer": o} for r, o in zip(rows, out)]
