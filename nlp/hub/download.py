@@ -114,18 +114,27 @@ def _hf_snapshot(src: Source, revision: str | None, cache: Path, offline: bool, 
     allow = [f.name for f in src.files] or None
     tqdm_class = None if progress else _silent_tqdm()
     if offline:
-        try:
-            path = snapshot_download(
-                repo, revision=revision, cache_dir=cache, local_files_only=True, allow_patterns=allow,
-                tqdm_class=tqdm_class,
-            )
-        except (LocalEntryNotFoundError, OSError, ValueError) as err:
-            raise _NotCached(_hf_missing(cache, repo, revision, src.files, err)) from None
-        path = Path(path)
-        missing = [f.name for f in src.files if not (path / f.name).exists()]
-        if missing:
-            raise _NotCached(missing)
-        return path
+        # the online call fetched the listed files, else _HF_PATTERNS minus *.bin when the repo has
+        # safetensors: check completeness against the same selection
+        no_bin = [p for p in _HF_PATTERNS if p != "*.bin"]
+        selections = [allow] if allow else [no_bin, list(_HF_PATTERNS)]
+        err: Exception | None = None
+        for patterns in selections:
+            try:
+                path = Path(snapshot_download(
+                    repo, revision=revision, cache_dir=cache, local_files_only=True, allow_patterns=patterns,
+                    tqdm_class=tqdm_class,
+                ))
+            except (LocalEntryNotFoundError, OSError, ValueError) as e:
+                err = e
+                continue
+            if patterns is no_bin and not any(path.glob("*.safetensors")):
+                continue  # a .bin-only repo: its weights must be checked too
+            missing = [f.name for f in src.files if not (path / f.name).exists()]
+            if missing:
+                raise _NotCached(missing)
+            return path
+        raise _NotCached(_hf_missing(cache, repo, revision, src.files, err or FileNotFoundError("no weights")))
     try:
         if allow is None:
             # skip duplicate weights: a repo with safetensors does not need its pytorch_model.bin

@@ -101,3 +101,23 @@ def test_offline_builtin_card_names_every_source(cache, no_network):
     for part in ("nghuyong/ernie-3.0-mini-zh", "PaddlePaddle/ernie-3.0-mini-zh", "model_state.pdparams",
                  "nlp hub download ernie-3.0-mini-zh"):
         assert part in msg
+
+
+def test_offline_after_filtered_hf_download(tmp_path, cache, monkeypatch):
+    """Only the weights the loaders need are fetched (safetensors over .bin, no tf/flax), and the
+    cache still counts as complete offline."""
+    from hub_servers import MirrorServer, make_repo
+
+    root = tmp_path / "m"
+    make_repo(root, "team/both", {"config.json": b"{}", "model.safetensors": b"s" * 1000,
+                                  "pytorch_model.bin": b"b" * 1000, "tf_model.h5": b"t" * 1000})
+    srv = MirrorServer(root)
+    try:
+        hub.register_card({"name": "both", "architecture": "bert", "sources": [{"kind": "hf", "repo": "team/both", "endpoint": srv.url}]})
+        path = hub.download("both")
+    finally:
+        srv.stop()
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors"]
+    monkeypatch.setattr(socket.socket, "connect", _refuse)
+    monkeypatch.setattr(socket, "create_connection", _refuse)
+    assert hub.download("both", local_files_only=True) == path
