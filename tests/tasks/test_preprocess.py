@@ -167,6 +167,29 @@ def test_qa_windows_map_answers_and_keep_offsets(tokenizers_, kind):
     assert starts[0] == 0 and ends[-1] == len(ex["context"][0])
 
 
+@pytest.mark.parametrize("kind", ["wordpiece", "hybrid"])
+def test_qa_offsets_point_at_each_tokens_characters(tokenizers_, kind):
+    """Full-width and upper-case characters are folded by the tokenizers; the offsets still
+    index the original context, so every context token reads back from it."""
+    import unicodedata
+
+    tok = tokenizers_[kind]
+    ctx = "ＡＢＣ公司在北京。张三  在上海大学工作，李四是ABC的人。" * 4
+    out = preprocess_qa({"id": ["z"], "question": ["谁？"], "context": [ctx]}, tok, max_length=24, doc_stride=6)
+    checked = 0
+    for r, ids in enumerate(out["input_ids"]):
+        for t, (tid, off) in enumerate(zip(ids, out["offset_mapping"][r])):
+            token = tok.convert_ids_to_tokens(tid)
+            if off is None or token == tok.unk_token:
+                continue
+            raw = ctx[off[0]:off[1]]
+            # WordPiece keeps full-width forms as BERT does; the hybrid folds them
+            assert token.removeprefix("##") in (raw.lower(), unicodedata.normalize("NFKC", raw).lower()), \
+                (r, t, token, off)
+            checked += 1
+    assert checked > 100
+
+
 def test_qa_bad_input(tokenizers_):
     tok = tokenizers_["wordpiece"]
     with pytest.raises(DataError, match="'x' has an empty context"):
