@@ -157,3 +157,34 @@ def test_huggingface_hub_client_with_token(mirror_root, tmp_path):
         assert os.path.exists(os.path.join(path, "model.safetensors"))
     finally:
         srv.stop()
+
+
+def test_hashes_are_cached_by_size_and_mtime(tmp_path, monkeypatch):
+    from nlp.hub import server
+
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"a" * 10)
+    hasher = server.FileHasher()
+    expected = sha(b"b" * 11)
+    calls = []
+    real_sha256 = server.hashlib.sha256
+    monkeypatch.setattr(server.hashlib, "sha256", lambda *a: calls.append(1) or real_sha256(*a))
+    first = hasher.digest(f)
+    assert hasher.digest(f) == first and len(calls) == 1  # second call: from the cache
+    f.write_bytes(b"b" * 11)
+    assert hasher.digest(f).sha256 == expected and len(calls) == 2  # size/mtime changed: hashed again
+    import subprocess
+
+    git = subprocess.run(["git", "hash-object", "--stdin"], input=b"a" * 10, capture_output=True, check=True)
+    assert first.git_sha1 == git.stdout.decode().strip()  # the tree listing's `oid` is git's blob id
+
+
+def test_commit_changes_when_a_file_changes(mirror, mirror_root):
+    before = requests.get(f"{mirror.url}/api/models/team/tiny-model").json()["sha"]
+    (mirror_root / "team/tiny-model/config.json").write_bytes(b'{"hidden_size": 16}')
+    os.utime(mirror_root / "team/tiny-model/config.json", ns=(1, 1))
+    after = requests.get(f"{mirror.url}/api/models/team/tiny-model").json()["sha"]
+    r = requests.head(f"{mirror.url}/team/tiny-model/resolve/main/config.json")
+    assert before != after == r.headers["X-Repo-Commit"]
+    expected = sha(b'{"hidden_size": 16}')
+    assert r.headers["ETag"] == f'"{expected}"'
