@@ -231,3 +231,45 @@ def test_crf_head_trains_saves_and_loads_in_transformers(tmp_path):
     assert sorted(info["unexpected_keys"]) == ["crf.end_transitions", "crf.start_transitions", "crf.transitions"]
     assert not info["missing_keys"]
     _close(logits, hf.eval()(**batch).logits)
+
+
+def test_packing_collator_batches_give_the_unpacked_losses():
+    """Through nlp.tokenizer's PackingCollator: same logits per sequence, same losses."""
+    from nlp.tokenizer import DataCollatorWithPadding, PackingCollator
+
+    kw = TINY["ernie"]
+    g = torch.Generator().manual_seed(8)
+    seqs = [[2, *torch.randint(5, 90, (n,), generator=g).tolist(), 3] for n in (5, 9, 3, 7, 4)]
+    torch.manual_seed(9)
+    clf = ErnieForSequenceClassification(ErnieConfig(**kw, num_labels=3)).eval()
+    feats = [{"input_ids": s, "token_type_ids": [0] * len(s), "attention_mask": [1] * len(s), "labels": i % 3}
+             for i, s in enumerate(seqs)]
+    packed = PackingCollator(max_length=20)(feats)
+    assert packed["input_ids"].shape[0] < len(seqs)
+    padded = DataCollatorWithPadding()(feats)
+    with torch.no_grad():
+        a, b = clf(**packed), clf(**padded)
+    _close(a.logits, b.logits)
+    torch.testing.assert_close(a.loss, b.loss)
+
+    tok = ErnieForTokenClassification(ErnieConfig(**kw, num_labels=3)).eval()
+    tfeats = [{"input_ids": s, "attention_mask": [1] * len(s),
+               "labels": [-100] + [j % 3 for j in range(len(s) - 2)] + [-100]} for s in seqs]
+    with torch.no_grad():
+        la = tok(**PackingCollator(max_length=20)(tfeats)).loss
+        lb = tok(**DataCollatorWithPadding()(tfeats)).loss
+    torch.testing.assert_close(la, lb)
+    crf = ErnieForTokenClassification(ErnieConfig.from_dict(kw, num_labels=3, use_crf=True))
+    with pytest.raises(DataError, match="packed rows"):
+        crf(**PackingCollator(max_length=20)(tfeats))
+
+
+def test_backbone_checkpoint_loads_into_heads_with_new_weights_named(tmp_path, caplog):
+    from nlp.models import ErnieModel
+
+    ErnieModel(ErnieConfig(**TINY["ernie"])).save_pretrained(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        model = ErnieForTokenClassification.from_pretrained(tmp_path, num_labels=4, use_crf=True)
+    assert model.use_crf
+    for key in ("classifier.weight", "crf.transitions", "crf.start_transitions", "crf.end_transitions"):
+        assert key in caplog.text

@@ -8,7 +8,8 @@ are the CRF's emissions and the loss is the CRF negative log-likelihood over the
 whose label is not -100, taken in order as one chain (see nlp/tasks/ner/crf.py for the saved
 `crf.*` keys). Decode with `model.decode(logits, mask)`, which runs Viterbi with the CRF and
 argmax without it, over the positions of `mask` (the same positions that carry labels in
-training: first sub-tokens of words, no special tokens).
+training: first sub-tokens of words, no special tokens). Packed rows (`pack_ids`) work without
+the CRF; with it they are refused (a chain would run across the sequences of a row).
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class ErnieForTokenClassification(PreTrainedEncoder):
             if self.crf is None:
                 loss = F.cross_entropy(logits.view(-1, n).float(), labels.reshape(-1).long(), ignore_index=-100)
             else:
+                if pack_ids is not None:  # one chain per row would run across packed sequences
+                    raise DataError("the CRF head does not take packed rows (pack_ids): its chain "
+                                    "would cross sequence boundaries; use DataCollatorWithPadding")
                 mask = labels != -100
                 loss = self.crf.neg_log_likelihood(logits, labels.clamp(min=0), mask)
         return TokenClassifierOutput(loss=loss, logits=logits)
