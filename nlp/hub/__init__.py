@@ -19,24 +19,30 @@ from .cache import CacheEntry, remove_from_cache, scan_cache
 from .cards import FileSpec, ModelCard, Source
 from .convert import register_converter
 from .download import download, resolve_card
-from .registry import get_card, list_models, register_card, register_cards_file, set_mirror
+from .registry import (
+    get_card,
+    list_models,
+    register_card,
+    register_cards_file,
+    set_mirror,
+)
 
 __all__ = [
-    "download",
-    "list_models",
-    "get_card",
-    "register_card",
-    "register_cards_file",
-    "set_mirror",
-    "resolve_card",
-    "is_offline",
-    "hub_cache_dir",
-    "register_converter",
-    "scan_cache",
-    "remove_from_cache",
     "CacheEntry",
-    "ModelCard",
-    "Source",
     "FileSpec",
     "IntegrityError",
+    "ModelCard",
+    "Source",
+    "download",
+    "get_card",
+    "hub_cache_dir",
+    "is_offline",
+    "list_models",
+    "register_card",
+    "register_cards_file",
+    "register_converter",
+    "remove_from_cache",
+    "resolve_card",
+    "scan_cache",
+    "set_mirror",
 ]

@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from nlp._common import HubError
 
-__all__ = ["IntegrityError", "fetch_url", "copy_verified", "sha256_file"]
+__all__ = ["IntegrityError", "copy_verified", "fetch_url", "sha256_file"]
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ._env import hub_cache_dir
 
-__all__ = ["CacheEntry", "scan_cache", "remove_from_cache"]
+__all__ = ["CacheEntry", "remove_from_cache", "scan_cache"]
 
 _PREFIXES = {"models--": "hf", "files--": "files", "converted--": "converted"}
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from nlp._common import ConfigError
 
-__all__ = ["FileSpec", "Source", "ModelCard", "SOURCE_KINDS", "FORMATS"]
+__all__ = ["FORMATS", "SOURCE_KINDS", "FileSpec", "ModelCard", "Source"]
 
 SOURCE_KINDS = ("hf", "modelscope", "url", "builtin", "local", "mirror")
 FORMATS = ("transformers", "paddle")
@@ -46,7 +46,7 @@ class FileSpec:
     size: int | None = None
 
     @classmethod
-    def from_obj(cls, obj: Any, where: str, problems: list[str]) -> "FileSpec | None":
+    def from_obj(cls, obj: Any, where: str, problems: list[str]) -> FileSpec | None:
         if isinstance(obj, str):
             obj = {"name": obj}
         if not isinstance(obj, dict) or not obj.get("name"):
@@ -91,7 +91,7 @@ class Source:
         return f"{self.kind}: {where}{fmt}"
 
     @classmethod
-    def from_obj(cls, obj: Any, where: str, problems: list[str]) -> "Source | None":
+    def from_obj(cls, obj: Any, where: str, problems: list[str]) -> Source | None:
         if not isinstance(obj, dict):
             problems.append(f"{where}: a source must be a mapping, got {obj!r}")
             return None
@@ -167,7 +167,7 @@ class ModelCard:
     config: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
-    def from_dict(cls, obj: Any) -> "ModelCard":
+    def from_dict(cls, obj: Any) -> ModelCard:
         """Validate and build a card, reporting every problem at once."""
         if isinstance(obj, ModelCard):
             return obj

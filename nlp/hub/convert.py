@@ -12,14 +12,14 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from filelock import FileLock
 
 from nlp._common import HubError
 
-__all__ = ["register_converter", "get_converter", "convert_once", "is_converted"]
+__all__ = ["convert_once", "get_converter", "is_converted", "register_converter"]
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from .cards import FileSpec, ModelCard, Source
 from .convert import convert_once, is_converted
 from .registry import find_card, get_card
 
-__all__ = ["download", "resolve_card", "effective_sources", "safe_name"]
+__all__ = ["download", "effective_sources", "resolve_card", "safe_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -148,8 +148,9 @@ def _hf_snapshot(src: Source, revision: str | None, cache: Path, offline: bool, 
                 tqdm_class=tqdm_class,
             )
         )
-    except Exception as err:  # noqa: BLE001 - any failure of one source means: try the next one
-        # huggingface_hub raises its own HTTP errors, httpx connection errors, OSError, ValueError
+    except Exception as err:
+        # any failure of one source means: try the next one. huggingface_hub raises its own HTTP
+        # errors, httpx connection errors (not OSError), OSError and ValueError
         first = str(err).splitlines()[0] if str(err) else ""
         raise HubError(f"{type(err).__name__}: {first}") from err
     _verify_hf(path, src.files)

@@ -14,7 +14,7 @@ from filelock import FileLock
 
 from nlp._common import atomic_write
 
-__all__ = ["recorded", "record"]
+__all__ = ["record", "recorded"]
 
 
 def _path(cache: Path, name: str) -> Path:

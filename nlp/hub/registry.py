@@ -23,7 +23,7 @@ from nlp._common import ConfigError, UnknownNameError, did_you_mean
 
 from .cards import ModelCard
 
-__all__ = ["register_card", "register_cards_file", "get_card", "list_models", "set_mirror", "find_card"]
+__all__ = ["find_card", "get_card", "list_models", "register_card", "register_cards_file", "set_mirror"]
 
 logger = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["create_app", "serve", "FileHasher"]
+__all__ = ["FileHasher", "create_app", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def create_app(root: str | os.PathLike, token: str | None = None) -> "_BearerAuth":
+def create_app(root: str | os.PathLike, token: str | None = None) -> _BearerAuth:
     """The Starlette app serving `root` (`root/owner/name/...`) read-only.
 
     `token`: when set, every request must carry `Authorization: Bearer <token>` (401 otherwise).
@@ -317,7 +317,7 @@ class _BearerAuth:
         self.app = app
         self.mirror = mirror
 
-    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001 - ASGI signature
+    async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and not self.mirror.authorized(Request(scope)):
             response = _error(401, "Unauthorized", "Invalid or missing bearer token for this mirror")
             await response(scope, receive, send)

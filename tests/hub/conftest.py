@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # --import-mode=importlib: make hub_servers importable
 
-from hub_servers import FlakyServer, MirrorServer, make_repo  # noqa: E402
+from hub_servers import FlakyServer, MirrorServer, make_repo
 
-from nlp.hub import registry  # noqa: E402
+from nlp.hub import registry
 
 
 @pytest.fixture

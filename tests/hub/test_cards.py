@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-import nlp.hub as hub
+from nlp import hub
 from nlp._common import ConfigError
 from nlp.hub import registry
 

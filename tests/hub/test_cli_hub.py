@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
-
-import nlp.hub as hub
-from nlp.cli import main
-
 from hub_servers import make_repo
+
+from nlp import hub
+from nlp.cli import main
 
 
 def test_ls_info(capsys):

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hub_servers import sha
 
-import nlp.hub as hub
+from nlp import hub
 from nlp._common import HubError, UnknownNameError
 from nlp.hub import convert
-
-from hub_servers import sha
 
 BLOB = os.urandom(2_000_000)
 VOCAB = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n你\n好\n".encode()

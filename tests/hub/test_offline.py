@@ -5,11 +5,10 @@ from __future__ import annotations
 import socket
 
 import pytest
-
-import nlp.hub as hub
-from nlp._common import HubError
-
 from hub_servers import sha
+
+from nlp import hub
+from nlp._common import HubError
 
 VOCAB = b"[PAD]\n[UNK]\n"
 WEIGHTS = b"w" * 50_000

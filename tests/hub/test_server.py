@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import http.client
 import os
+from pathlib import Path
 
 import pytest
 import requests
-
 from hub_servers import MirrorServer, make_repo, sha
 
 
@@ -140,9 +140,9 @@ def test_huggingface_hub_client_downloads_from_mirror(mirror, mirror_root, tmp_p
 
     path = snapshot_download("team/tiny-model", endpoint=mirror.url, cache_dir=tmp_path / "hf")
     for rel in ("config.json", "vocab.txt", "model.safetensors", "sub/extra.json"):
-        assert (open(os.path.join(path, rel), "rb").read() == (mirror_root / "team/tiny-model" / rel).read_bytes())
+        assert Path(path, rel).read_bytes() == (mirror_root / "team/tiny-model" / rel).read_bytes()
     one = hf_hub_download("team/tiny-model", "vocab.txt", endpoint=mirror.url, cache_dir=tmp_path / "hf2")
-    assert open(one, "rb").read() == (mirror_root / "team/tiny-model/vocab.txt").read_bytes()
+    assert Path(one).read_bytes() == (mirror_root / "team/tiny-model/vocab.txt").read_bytes()
 
 
 def test_huggingface_hub_client_with_token(mirror_root, tmp_path):
