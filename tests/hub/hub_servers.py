@@ -57,8 +57,10 @@ class FlakyServer:
     """A plain HTTP file server whose misbehaviour the test sets per path.
 
     - `drop_after[path] = n`: the first GET sends n bytes of the body, then closes the connection;
-    - `corrupt.add(path)`: every GET flips a byte in the middle of the body.
-    Honours `Range: bytes=a-` with 206. Counts requests and records Range headers.
+    - `corrupt.add(path)`: every GET flips a byte in the middle of the body;
+    - `fail[path] = n`: the next n GETs answer 503;
+    - `no_range = True`: ignore Range and always send the whole file with 200.
+    Honours `Range: bytes=a-` with 206 otherwise. Records each GET's Range header (None if absent).
     """
 
     def __init__(self, files: dict[str, bytes]):
@@ -66,6 +68,8 @@ class FlakyServer:
         self.drop_after: dict[str, int] = {}
         self.corrupt: set[str] = set()
         self.ranges: list[str | None] = []
+        self.fail: dict[str, int] = {}
+        self.no_range = False
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -77,12 +81,19 @@ class FlakyServer:
                 if path not in outer.files:
                     self.send_error(404)
                     return
+                if outer.fail.get(path):
+                    outer.fail[path] -= 1
+                    outer.ranges.append("503")
+                    self.send_error(503)
+                    return
                 data = outer.files[path]
                 if path in outer.corrupt:
                     mid = len(data) // 2
                     data = data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :]
                 rng = self.headers.get("Range")
                 outer.ranges.append(rng)
+                if outer.no_range:
+                    rng = None
                 start = int(rng.split("=")[1].split("-")[0]) if rng else 0
                 body = data[start:]
                 self.send_response(206 if rng else 200)

@@ -241,3 +241,28 @@ def test_missing_directory_is_not_a_name(cache, tmp_path):
         hub.download(str(tmp_path / "nope") + "/")
     with pytest.raises(UnknownNameError, match="no such directory"):
         hub.download("./not-here")
+
+
+def test_server_without_range_support_restarts_cleanly(flaky, cache):
+    flaky.files["w.bin"] = BLOB
+    flaky.drop_after["w.bin"] = 500_000
+    flaky.no_range = True  # answers 200 with the whole body even to a Range request
+    hub.register_card(url_card("u", flaky.url, [("w.bin", {"sha256": sha(BLOB)})]))
+    assert (hub.download("u") / "w.bin").read_bytes() == BLOB  # not the partial + the whole file
+
+
+def test_5xx_is_retried_with_backoff_4xx_is_not(flaky, cache, monkeypatch):
+    from nlp.hub import _http
+
+    sleeps = []
+    monkeypatch.setattr(_http.time, "sleep", sleeps.append)
+    flaky.files["w.bin"] = BLOB
+    flaky.fail["w.bin"] = 3
+    hub.register_card(url_card("u", flaky.url, [("w.bin", {"sha256": sha(BLOB)})]))
+    assert (hub.download("u") / "w.bin").read_bytes() == BLOB
+    assert sleeps == [0.5, 1.0, 2.0]  # exponential backoff between the four attempts
+    sleeps.clear()
+    hub.register_card(url_card("gone", flaky.url, [("nope.bin", {})]))
+    with pytest.raises(HubError, match="HTTP 404"):
+        hub.download("gone")
+    assert sleeps == []
