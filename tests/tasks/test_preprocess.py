@@ -196,3 +196,10 @@ def test_qa_bad_input(tokenizers_):
         preprocess_qa({"id": ["x"], "question": ["谁？"], "context": [" "]}, tok)
     with pytest.raises(DataError, match="max_length"):
         preprocess_qa({"id": ["y"], "question": ["谁" * 100], "context": ["北京"]}, tok, max_length=32, doc_stride=8)
+
+
+def test_qa_answer_not_at_answer_start_names_the_record(tokenizers_):
+    ex = {"id": ["q7"], "question": ["哪里？"], "context": ["张三在北京工作"],
+          "answers": [{"text": ["北京"], "answer_start": [2]}]}
+    with pytest.raises(DataError, match="'q7': answer '北京' is not at answer_start=2.*'在北'"):
+        preprocess_qa(ex, tokenizers_["wordpiece"])
