@@ -98,7 +98,7 @@ def preprocess_qa(
             raise DataError(f"example {ids[s]!r}: answer {texts[0]!r} is not at answer_start="
                             f"{start_char} of its context (found "
                             f"{contexts[s][start_char:start_char + len(texts[0])]!r}); fix the record "
-                            "or read the file with read_squad(on_bad='relocate')")
+                            "or read the file with read_squad(on_bad_answer='relocate')")
         ts, te = answer_token_span(offsets, seq, start_char, start_char + len(texts[0]))
         starts.append(ts)
         ends.append(te)
