@@ -82,6 +82,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="16 MB file instead of 100 MB")
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--size-mb", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=1, help="`nlp hub serve --workers`")
     args = ap.parse_args()
     size = (args.size_mb or (16 if args.quick else 100)) * 1_000_000
 
@@ -99,7 +100,8 @@ def main() -> int:
 
         port = free_port()
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "nlp", "hub", "serve", str(tmp / "mirror"), "--port", str(port), "--token", token],
+            [sys.executable, "-m", "nlp", "hub", "serve", str(tmp / "mirror"), "--port", str(port), "--token", token,
+             "--workers", str(args.workers)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         ))
         ours_url = f"http://127.0.0.1:{port}/bench/blob/resolve/main/model.safetensors"
@@ -114,7 +116,8 @@ def main() -> int:
         peer_url = f"http://127.0.0.1:{peer_port}/model.safetensors"
         wait_up(peer_url, {})
 
-        print(f"file {size / 1e6:.0f} MB, {args.clients} concurrent clients, loopback, {os.cpu_count()} CPUs")
+        print(f"file {size / 1e6:.0f} MB, {args.clients} concurrent clients, loopback, {os.cpu_count()} CPUs, "
+              f"{args.workers} server worker(s)")
         ours = run_clients(ours_url, args.clients, tmp / "out-ours", expected, size, auth)
         peer = run_clients(peer_url, args.clients, tmp / "out-peer", expected, size, {})
         for name, r in (("nlp hub serve", ours), ("http.server (peer)", peer)):

@@ -16,7 +16,7 @@ examples:
   nlp hub download rbt3 --cache-dir ./hub-cache   # fill a folder to carry to an offline machine
   nlp hub cache ls
   nlp hub cache rm ernie-3.0-mini-zh
-  nlp hub serve /data/mirror --host 0.0.0.0 --port 8080 --token "$MIRROR_TOKEN"
+  nlp hub serve /data/mirror --host 0.0.0.0 --port 8080 --token "$MIRROR_TOKEN" --workers 4
       # DIR/owner/name/... ; clients: NLP_HUB_MIRROR=http://host:8080 (this toolkit),
       # HF_ENDPOINT=http://host:8080 with HF_TOKEN=$MIRROR_TOKEN (huggingface_hub, transformers)
 
@@ -137,7 +137,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.dir!r} is not a directory; give the folder holding owner/name/ snapshots")
     token = args.token or os.environ.get("NLP_HUB_TOKEN") or None
     print(f"serving {os.path.abspath(args.dir)} on http://{args.host}:{args.port}" + (" (bearer token required)" if token else ""))
-    serve(args.dir, host=args.host, port=args.port, token=token)
+    serve(args.dir, host=args.host, port=args.port, token=token, workers=args.workers)
     return 0
 
 
@@ -187,4 +187,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--token", default=None, help="require `Authorization: Bearer TOKEN` (or set NLP_HUB_TOKEN)")
+    p.add_argument("--workers", type=int, default=1, help="server processes (use about one per core on a busy mirror)")
     p.set_defaults(func=_serve)

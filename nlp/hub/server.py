@@ -325,10 +325,25 @@ class _BearerAuth:
         await self.app(scope, receive, send)
 
 
-def serve(root: str | os.PathLike, host: str = "127.0.0.1", port: int = 8080, token: str | None = None) -> None:
-    """Run the mirror until interrupted (uvicorn, one process)."""
+def _app_from_env() -> _BearerAuth:
+    """App factory for uvicorn's worker processes, which import the app by name."""
+    return create_app(os.environ["NLP_HUB_SERVE_ROOT"], token=os.environ.get("NLP_HUB_SERVE_TOKEN") or None)
+
+
+def serve(
+    root: str | os.PathLike, host: str = "127.0.0.1", port: int = 8080, token: str | None = None, workers: int = 1
+) -> None:
+    """Run the mirror until interrupted. `workers` > 1 runs that many uvicorn processes (one
+    event loop each, so a many-core mirror host is not limited to one core); each hashes a
+    file once for itself."""
     import uvicorn
 
-    app = create_app(root, token=token)
+    create_app(root, token=token)  # fail early, in this process, on a bad root
     logger.info("serving %s on http://%s:%d%s", Path(root).resolve(), host, port, " (token required)" if token else "")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    if workers <= 1:
+        uvicorn.run(create_app(root, token=token), host=host, port=port, log_level="warning")
+        return
+    os.environ["NLP_HUB_SERVE_ROOT"] = str(Path(root).resolve())
+    if token:
+        os.environ["NLP_HUB_SERVE_TOKEN"] = token
+    uvicorn.run("nlp.hub.server:_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="warning")

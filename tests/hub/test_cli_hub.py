@@ -43,14 +43,16 @@ def test_offline_download_error_exit_2(cache, monkeypatch, capsys):
     assert "nlp hub download rbt3" in capsys.readouterr().err
 
 
-def test_serve_subprocess(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_subprocess(tmp_path, workers):
     make_repo(tmp_path / "m", "team/x", {"config.json": b"{}"})
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "nlp", "hub", "serve", str(tmp_path / "m"), "--port", str(port), "--token", "t"],
+    proc = subprocess.Popen([sys.executable, "-m", "nlp", "hub", "serve", str(tmp_path / "m"), "--port", str(port), "--token", "t",
+                             "--workers", workers],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/team/x/resolve/main/config.json"
