@@ -171,7 +171,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     cache = sub.add_parser("cache", help="list or remove cached models", epilog=EPILOG, formatter_class=fmt)
     csub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
-    cache.set_defaults(func=_cache_ls)
+    cache.set_defaults(func=_cache_ls, cache_dir=None)  # bare `nlp hub cache` lists
     p = csub.add_parser("ls", help="list cached models with their size")
     p.add_argument("--cache-dir", default=None)
     p.set_defaults(func=_cache_ls)
@@ -179,7 +179,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("--cache-dir", default=None)
     p.set_defaults(func=_cache_rm)
-    cache.add_argument("--cache-dir", default=None)
 
     p = sub.add_parser("serve", help="serve a directory of snapshots with the Hugging Face protocol",
                        epilog=EPILOG, formatter_class=fmt)
