@@ -24,24 +24,30 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from nlp._common import ConfigError, DataError
 from nlp.models import PreTrainedEncoder
-from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
 from nlp.tasks.classification.heads import ErnieForSequenceClassification
 from nlp.tasks.ner.heads import ErnieForTokenClassification
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.qa.heads import ErnieForQuestionAnswering
 from nlp.tasks.qa.postprocess import postprocess_qa
 from nlp.tasks.qa.preprocess import preprocess_qa
+from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
 
-__all__ = ["pipeline", "Pipeline", "TextClassificationPipeline", "TokenClassificationPipeline",
-           "QuestionAnsweringPipeline"]
+__all__ = [
+    "Pipeline",
+    "QuestionAnsweringPipeline",
+    "TextClassificationPipeline",
+    "TokenClassificationPipeline",
+    "pipeline",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +183,7 @@ class TokenClassificationPipeline(Pipeline):
         sample = enc["overflow_to_sample_mapping"]
         id2label = self.model.config.id2label
         # per text: word -> (centrality, tag id, prob) of the best window seen so far
-        best: list[dict[int, tuple[int, int, float]]] = [dict() for _ in batch]
+        best: list[dict[int, tuple[int, int, float]]] = [{} for _ in batch]
         for r0 in range(0, n_rows, self.batch_size):
             rows = list(range(r0, min(n_rows, r0 + self.batch_size)))
             logits_rows = self._forward([feats[r] for r in rows])

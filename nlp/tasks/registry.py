@@ -10,8 +10,8 @@ up by name instead of each keeping its own list::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from nlp._common import UnknownNameError, did_you_mean
 from nlp.models import PreTrainedEncoder
@@ -33,7 +33,7 @@ from nlp.tasks.qa.metrics import cmrc2018_metrics
 from nlp.tasks.qa.postprocess import postprocess_qa
 from nlp.tasks.qa.preprocess import preprocess_qa
 
-__all__ = ["TaskSpec", "TASKS", "TASK_ALIASES", "get_task", "list_tasks"]
+__all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "get_task", "list_tasks"]
 
 
 @dataclass(frozen=True)

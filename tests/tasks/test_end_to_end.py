@@ -11,9 +11,9 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _task_fixtures as fx  # noqa: E402
+import _task_fixtures as fx
 
-from nlp.tasks import (  # noqa: E402
+from nlp.tasks import (
     ErnieForQuestionAnswering,
     ErnieForSequenceClassification,
     ErnieForTokenClassification,
@@ -22,8 +22,8 @@ from nlp.tasks import (  # noqa: E402
     preprocess_ner,
     preprocess_qa,
 )
-from nlp.tasks.ner.metrics import ner_metrics  # noqa: E402
-from nlp.tokenizer import DataCollatorWithPadding  # noqa: E402
+from nlp.tasks.ner.metrics import ner_metrics
+from nlp.tokenizer import DataCollatorWithPadding
 
 FILLER = "的一是了我不人有这他们中来上个到大为和国地以说时要就出也得里后自会可下而过天去能对小多然于心学么之都好看起发当没成只如事把还用第样道想作种开美总从无情己面最女但现前些所同日手又行意动方期它头经长儿回位分爱老因很给名法间斯知世什两次使身者被高已亲其进此话常与活正感"
 PER = ["张三", "李四", "王五"]

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _task_fixtures as fx  # noqa: E402
+import _task_fixtures as fx
 
-from nlp._common import ConfigError, DataError, UnknownNameError  # noqa: E402
-from nlp.tasks import (  # noqa: E402
+from nlp._common import ConfigError, DataError, UnknownNameError
+from nlp.tasks import (
     ErnieForQuestionAnswering,
     ErnieForSequenceClassification,
     ErnieForTokenClassification,

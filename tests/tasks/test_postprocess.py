@@ -15,7 +15,7 @@ CTX = "张三在北京工作，李四在上海读书。"
 def _features():
     # Two windows of one context: window 0 covers chars 0..8, window 1 chars 5..15.
     # Token 0 is [CLS], tokens 1-2 the question, then context tokens one per character.
-    w0 = [None, None, None] + [[i, i + 1] for i in range(0, 9)] + [None]
+    w0 = [None, None, None] + [[i, i + 1] for i in range(9)] + [None]
     w1 = [None, None, None] + [[i, i + 1] for i in range(5, 16)] + [None]
     return {"example_id": ["e", "e"], "offset_mapping": [w0, w1]}
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _task_fixtures as fx  # noqa: E402
+import _task_fixtures as fx
 
-from nlp._common import DataError  # noqa: E402
-from nlp.tasks.classification.preprocess import preprocess_classification  # noqa: E402
-from nlp.tasks.ner.preprocess import preprocess_ner, word_tags_from_tokens  # noqa: E402
-from nlp.tasks.ner.tags import get_entities  # noqa: E402
-from nlp.tasks.qa.preprocess import preprocess_qa  # noqa: E402
+from nlp._common import DataError
+from nlp.tasks.classification.preprocess import preprocess_classification
+from nlp.tasks.ner.preprocess import preprocess_ner, word_tags_from_tokens
+from nlp.tasks.ner.tags import get_entities
+from nlp.tasks.qa.preprocess import preprocess_qa
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,7 @@ def test_ner_word_level_labels_first_subtoken_or_all(tokenizers_, kind):
     assert wids.count(4) > 1  # "iphone" is several sub-tokens in both tokenizers
     seen = set()
     for w, lab in zip(wids, labels):
-        if w is None:
-            assert lab == -100
-        elif w in seen:
+        if w is None or w in seen:
             assert lab == -100
         else:
             seen.add(w)

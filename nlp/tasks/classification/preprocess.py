@@ -14,12 +14,13 @@ or ids (multi-label: a multi-hot float vector of length `num_labels`) or floats 
 from __future__ import annotations
 
 import numbers
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from nlp._common import DataError, did_you_mean
 from nlp.tokenizer import Tokenizer
 
-__all__ = ["preprocess_classification", "encode_label"]
+__all__ = ["encode_label", "preprocess_classification"]
 
 
 def encode_label(label: Any, label2id: Mapping[str, int] | None, num_labels: int | None, where: str) -> Any:

@@ -26,7 +26,7 @@ def compact(emissions: torch.Tensor, mask: torch.Tensor, tags: torch.Tensor | No
 
     Returns (emissions (B, T, L), tags (B, T) or None, mask (B, T) with each row's True prefix).
     """
-    B, T = mask.shape
+    T = mask.shape[1]
     # a stable sort on "not selected" puts selected positions first, in their original order
     order = torch.sort((~mask).to(torch.int8), dim=1, stable=True).indices  # (B, T)
     lengths = mask.sum(1)  # (B,)
@@ -65,7 +65,7 @@ class LinearChainCRF(nn.Module):
         return (self._log_partition(em, m) - self._score(em, tg, m)).mean()
 
     def _score(self, em: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        B, T, _ = em.shape
+        T = em.shape[1]
         mf = mask.float()
         emit = em.gather(2, tags[:, :, None]).squeeze(2)  # (B, T)
         score = self.start_transitions[tags[:, 0]] + (emit * mf).sum(1)
@@ -86,7 +86,7 @@ class LinearChainCRF(nn.Module):
     def viterbi_decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
         """The best tag sequence of each row, one tag per selected position (in order)."""
         em, _, m = compact(emissions.float(), mask.bool())
-        B, T, L = em.shape
+        B, T, _ = em.shape
         lengths = m.sum(1).tolist()
         if T == 0:
             return [[] for _ in range(B)]

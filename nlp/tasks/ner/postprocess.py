@@ -8,7 +8,7 @@ score is the mean probability of its words' predicted tags.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from nlp._common import DataError
 from nlp.tasks.ner.tags import get_entities

@@ -19,12 +19,13 @@ inverts the alignment, which the tests use to prove gold entities survive unchan
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from nlp._common import DataError, did_you_mean
 from nlp.tokenizer import Tokenizer
 
-__all__ = ["preprocess_ner", "align_labels", "word_tags_from_tokens"]
+__all__ = ["align_labels", "preprocess_ner", "word_tags_from_tokens"]
 
 logger = logging.getLogger(__name__)
 

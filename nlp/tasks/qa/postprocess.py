@@ -15,13 +15,14 @@ times softmax over its end logits), as transformers' QA pipeline reports it.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from nlp._common import DataError
 
-__all__ = ["postprocess_qa", "best_spans"]
+__all__ = ["best_spans", "postprocess_qa"]
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:

@@ -17,12 +17,13 @@ the features dataset.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from nlp._common import DataError
 from nlp.tokenizer import Tokenizer
 
-__all__ = ["preprocess_qa", "answer_token_span"]
+__all__ = ["answer_token_span", "preprocess_qa"]
 
 
 def answer_token_span(offsets: Sequence[Any], sequence_ids: Sequence[int | None],
