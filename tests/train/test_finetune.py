@@ -1,0 +1,62 @@
+"""Every recipe runs a few steps of a tiny model (torchtune's tests/recipes habit), and the
+run directory holds what `nlp evaluate` / `nlp predict` / pipelines need."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nlp.recipes import list_recipes, recipe_path
+from nlp.train.finetune import finetune
+from nlp.train.recipe import load_recipe
+
+from train._recipe_fixtures import data_overrides, tiny_overrides
+
+METRICS = {"text-classification": "accuracy", "token-classification": "f1", "question-answering": "exact_match"}
+
+
+@pytest.mark.parametrize("name", list_recipes())
+def test_recipe_runs_a_few_steps(name, tmp_path):
+    out = tmp_path / "run"
+    recipe = load_recipe(recipe_path(name), [*tiny_overrides(out), *data_overrides(name, tmp_path)])
+    result = finetune(recipe)
+    assert result.status == "finished" and result.summary["steps"] == 3
+    key = METRICS[recipe.task.name]
+    assert 0.0 <= result.dev[key] <= (100.0 if key == "exact_match" else 1.0)
+    if recipe.data.test_split is not None:
+        assert key in result.test
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert saved["dev"] == pytest.approx(result.dev)
+    for f in ("recipe.yaml", "tokenizer/tokenizer_config.json", "model/config.json",
+              "model/model.safetensors", "model/tokenizer_config.json", "metrics.jsonl", "summary.json"):
+        assert (out / f).is_file(), f
+    if recipe.task.name != "question-answering":
+        labels = (out / "labels.txt").read_text(encoding="utf-8").split()
+        config = json.loads((out / "model/config.json").read_text(encoding="utf-8"))
+        assert [config["id2label"][str(i)] for i in range(len(labels))] == labels
+
+
+def test_ner_with_crf_scores_entities_and_the_pipeline_finds_them(tmp_path):
+    from nlp.tasks.pipelines import pipeline
+
+    out = tmp_path / "run"
+    recipe = load_recipe(recipe_path("ner-peoples-daily"),
+                         [*tiny_overrides(out, steps=4), "model.config.use_crf=true"])
+    result = finetune(recipe)
+    assert set(result.dev) >= {"loss", "precision", "recall", "f1"}
+    config = json.loads((out / "model/config.json").read_text(encoding="utf-8"))
+    assert config["use_crf"] is True
+    ner = pipeline("token-classification", model=out / "model")
+    text = "江泽民在北京会见了克林顿。"
+    for ent in ner(text):  # whatever a 4-step model finds, its offsets are consistent
+        assert text[ent["start"]:ent["end"]] == ent["text"]
+
+
+def test_packed_batching_trains_classification(tmp_path):
+    out = tmp_path / "run"
+    recipe = load_recipe(recipe_path("sentiment-reviews"),
+                         [*tiny_overrides(out), "train.data.batching=packed", "train.data.pack_max_length=128",
+                          "train.data.batch_size=2"])
+    result = finetune(recipe)
+    assert result.summary["steps"] == 3 and "accuracy" in result.dev

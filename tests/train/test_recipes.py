@@ -1,0 +1,143 @@
+"""Recipe schema: every built-in recipe validates; every problem is reported at once, by key,
+before any work starts (section 6 of issue 6)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nlp._common import ConfigError, UnknownNameError
+from nlp.commands.finetune import check_model_name
+from nlp.recipes import list_recipes, recipe_path
+from nlp.train.recipe import load_recipe, recipe_from_dict
+
+from train._recipe_fixtures import RECIPES_DIR, data_overrides
+
+NAMES = list_recipes()
+
+
+def test_the_built_in_recipes_are_the_repository_recipes():
+    # one source of truth: recipes/ in a clone is the package's directory
+    assert {p.stem for p in RECIPES_DIR.glob("*.yaml")} == set(NAMES)
+    assert {"sentiment-reviews", "ner-peoples-daily", "qa-cmrc2018", "clue-tnews", "clue-iflytek",
+            "clue-afqmc", "clue-ocnli"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_recipe_starts_with_its_command(name):
+    first = recipe_path(name).read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith(f"# nlp finetune recipes/{name}.yaml")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_recipe_validates(name, tmp_path):
+    recipe = load_recipe(recipe_path(name), data_overrides(name, tmp_path), check_model=check_model_name)
+    assert recipe.train.eval.metric != "loss"  # every recipe picks its best model by the task metric
+
+
+def _base(**sections):
+    data = {"task": {"name": "text-classification"},
+            "model": {"preset": "ernie-3.0-tiny-pico-v2-zh", "init": "random"},
+            "tokenizer": {"train": {"vocab_size": 12000}},
+            "data": {"dataset": "reviews-zh"}, "train": {"eval": {"metric": "accuracy"}}}
+    for key, value in sections.items():
+        data[key] = {**data.get(key, {}), **value}
+    return data
+
+
+def test_a_good_recipe_builds():
+    recipe = recipe_from_dict(_base(train={"optim": {"lr": "3e-4"}}))
+    assert recipe.train.optim.lr == 3e-4 and recipe.data.dataset == "reviews-zh"
+
+
+def test_every_unknown_key_is_reported_at_once_with_did_you_mean():
+    bad = _base(model={"prest": "x"}, data={"max_lenght": 64}, train={"optim": {"lrr": 1e-3}, "epoch": 2})
+    bad["tokeniser"] = {}
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(bad)
+    msg = str(err.value)
+    assert msg.startswith("5 problems")
+    for key, hint in (("model.prest", "'preset'"), ("data.max_lenght", "'max_length'"),
+                      ("train.optim.lrr", "'lr'"), ("train.epoch", "'epochs'"), ("tokeniser", "'tokenizer'")):
+        assert f"{key}: unknown key" in msg and f"Did you mean {hint}" in msg, (key, msg)
+
+
+def test_wrong_types_name_their_keys():
+    bad = _base(data={"max_length": "long", "files": "train.json", "label_names": 3},
+                train={"epochs": "many", "data": {"shuffle": "perhaps"}})
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(bad)
+    msg = str(err.value)
+    for key in ("data.max_length: expected an integer", "data.files: expected a mapping",
+                "data.label_names: expected a list", "train.epochs: expected a number",
+                "train.data.shuffle: expected true or false"):
+        assert key in msg, msg
+
+
+def test_missing_data_files_are_named(tmp_path):
+    bad = _base(data={"dataset": None, "files": {"train": str(tmp_path / "nope.jsonl"),
+                                                 "dev": str(tmp_path / "dev.jsonl")}})
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(bad)
+    msg = str(err.value)
+    assert f"data.files.train: file '{tmp_path / 'nope.jsonl'}' does not exist" in msg
+    assert "data.files.dev" in msg
+    assert "data.test_split='test' is not among data.files" in msg
+
+
+def test_unknown_model_dataset_preset_and_task_names_suggest_the_right_one():
+    bad = _base(task={"name": "text-clasification"}, model={"preset": None, "init": "pretrained",
+                                                           "name": "ernie-3.0-mni-zh"},
+                data={"dataset": "reviews-z"})
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(bad, check_model=check_model_name)
+    msg = str(err.value)
+    assert "model.name: Unknown model 'ernie-3.0-mni-zh'. Did you mean 'ernie-3.0-mini-zh'?" in msg
+    assert "data.dataset: unknown dataset 'reviews-z'. Did you mean 'reviews-zh'?" in msg
+    assert "task.name: Unknown task" in msg and "text-classification" in msg
+    with pytest.raises(ConfigError, match="model.preset: unknown preset 'ernie-3.0-nan-zh'. Did you mean 'ernie-3.0-nano-zh'"):
+        recipe_from_dict(_base(model={"preset": "ernie-3.0-nan-zh"}))
+    with pytest.raises(UnknownNameError):
+        check_model_name("no-such-model")
+
+
+def test_inconsistent_sections_are_explained():
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(_base(model={"init": "pretrained"}, tokenizer={"train": None}))
+    msg = str(err.value)
+    assert "model.init: a preset has no weights" in msg
+    assert "tokenizer: the model is built from a preset" in msg
+
+
+def test_overrides_apply_and_are_checked(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(json.dumps(_base()), encoding="utf-8")  # JSON is YAML
+    recipe = load_recipe(path, ["train.optim.lr=2e-4", "data.max_length=64", "model.config.num_hidden_layers=1"])
+    assert recipe.train.optim.lr == 2e-4 and recipe.data.max_length == 64
+    assert recipe.model.config == {"num_hidden_layers": 1}
+    with pytest.raises(ConfigError, match="expected key.sub=value"):
+        load_recipe(path, ["train.optim.lr"])
+    with pytest.raises(ConfigError, match="train.optim.lrr: unknown key"):
+        load_recipe(path, ["train.optim.lrr=1"])
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_recipe(tmp_path / "missing.yaml")
+
+
+def test_label_set_mismatch_is_found_before_the_model_is_built(tmp_path):
+    from nlp.train.finetune import load_task_data
+
+    recipe = recipe_from_dict(_base(data={"label_names": ["neg", "pos"]}))
+    with pytest.raises(ConfigError, match=r"data.label_names \['neg', 'pos'\] does not match the labels of the "
+                                          r"data \['negative', 'positive'\]"):
+        load_task_data(recipe)
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "很好", "label": "好评"}\n{"text": "很差", "label": "差评"}\n'
+                     '{"text": "一般", "label": "中评"}\n', encoding="utf-8")
+    recipe = recipe_from_dict(_base(data={"dataset": None, "files": {"train": str(train)},
+                                          "dev_split": None, "test_split": None,
+                                          "label_names": ["好评", "差评"]}))
+    with pytest.raises(ConfigError) as err:
+        load_task_data(recipe)
+    msg = str(err.value)
+    assert msg.startswith("data.label_names:") and f"{train}:3" in msg and "中评" in msg
