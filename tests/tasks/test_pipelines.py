@@ -125,3 +125,22 @@ def test_nlp_pipeline_takes_a_local_directory(dirs):
     d = dirs["wordpiece"]["text-classification"]
     out = nlp.pipeline("text-classification", model=str(d))(TEXTS[0])
     assert out[0]["label"] in ("neg", "pos", "mid")
+
+
+def test_multi_label_and_regression_scores(dirs, tmp_path):
+    tok_dir = dirs["wordpiece"]["text-classification"]
+    from nlp.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(tok_dir)
+    multi = _random_dir(tmp_path, "multi", ErnieForSequenceClassification, tok,
+                        id2label={0: "a", 1: "b", 2: "c"}, problem_type="multi_label_classification")
+    out = pipeline("text-classification", model=multi)(TEXTS[0], top_k=None)
+    scores = [s["score"] for s in out]
+    assert all(0 < s < 1 for s in scores) and abs(sum(scores) - 1) > 1e-3  # sigmoids, not a softmax
+    reg_dir = _random_dir(tmp_path, "reg", ErnieForSequenceClassification, tok, num_labels=1)
+    reg = pipeline("text-classification", model=reg_dir)
+    value = reg(TEXTS[1])[0]
+    model = ErnieForSequenceClassification.from_pretrained(reg_dir)
+    with torch.no_grad():
+        logit = model(**tok(TEXTS[1], return_tensors="pt")).logits[0, 0].item()
+    assert value["label"] == "LABEL_0" and value["score"] == pytest.approx(logit, abs=1e-5)
