@@ -1,0 +1,99 @@
+"""The CLI of issue 6 section 3: nlp finetune / evaluate / predict / recipes, run in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nlp.cli import main
+
+from train._recipe_fixtures import tiny_overrides
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "sentiment"
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *tiny_overrides(out)]) == 0
+    return out
+
+
+def test_finetune_prints_dev_and_test_scores(run_dir, capsys):
+    assert (run_dir / "model" / "model.safetensors").is_file()
+    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    assert set(results["dev"]) >= {"accuracy", "macro_f1"} and "accuracy" in results["test"]
+
+
+def test_evaluate_a_run_on_a_named_dataset_and_a_file(run_dir, tmp_path, capsys):
+    assert main(["evaluate", str(run_dir), "--data", "reviews-zh", "--split", "dev", "--max-samples", "20"]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["examples"] == 20 and 0.0 <= scores["accuracy"] <= 1.0
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"text": "很好用，推荐", "label": "positive"}\n{"text": "太差了", "label": "negative"}\n',
+                    encoding="utf-8")
+    assert main(["evaluate", str(run_dir / "model"), "--data", str(data)]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["examples"] == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "还行", "label": "neutral"}\n', encoding="utf-8")
+    assert main(["evaluate", str(run_dir), "--data", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "neutral" in err and "bad.jsonl:1" in err
+
+
+def test_predict_writes_one_json_line_per_input(run_dir, tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("这家酒店的服务非常好\n\n质量太差了，不推荐\n", encoding="utf-8")
+    dest = tmp_path / "out.jsonl"
+    assert main(["predict", str(run_dir), "--input", str(src), "--output", str(dest), "--top-k", "2"]) == 0
+    rows = [json.loads(line) for line in dest.read_text(encoding="utf-8").splitlines()]
+    assert [r["text"] for r in rows] == ["这家酒店的服务非常好", "质量太差了，不推荐"]
+    for r in rows:
+        assert {x["label"] for x in r["labels"]} == {"negative", "positive"}
+        assert sum(x["score"] for x in r["labels"]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_an_existing_run_is_resumed_or_refused_never_overwritten(run_dir, tmp_path, capsys):
+    before = (run_dir / "model" / "model.safetensors").read_bytes()
+    # same command again: resumes the finished run (no new steps), same tokenizer
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *tiny_overrides(run_dir)]) == 0
+    assert (run_dir / "model" / "model.safetensors").read_bytes() == before
+    # ... and with more steps it continues from the checkpoint
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *tiny_overrides(run_dir, steps=4)]) == 0
+    assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["steps"] == 4
+    capsys.readouterr()
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *tiny_overrides(run_dir, steps=4),
+                 "train.resume=never"]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    other = tmp_path / "not-a-run"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me", encoding="utf-8")
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *tiny_overrides(other)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert (other / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_bad_recipes_fail_before_any_work_with_every_problem(tmp_path, capsys):
+    out = tmp_path / "never"
+    code = main(["finetune", "recipes/sentiment-reviews.yaml", *tiny_overrides(out),
+                 "model.preset=null", "model.name=ernie-3.0-mni-zh", "train.optim.lrr=1", "data.max_length=x"])
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "3 problems" in err or "4 problems" in err
+    assert "Did you mean 'ernie-3.0-mini-zh'" in err and "Did you mean 'lr'" in err
+    assert "data.max_length: expected an integer" in err
+
+
+def test_recipes_ls_cp_validate(tmp_path, capsys):
+    assert main(["recipes", "ls"]) == 0
+    listed = capsys.readouterr().out
+    assert "sentiment-reviews" in listed and "clue-tnews" in listed
+    assert main(["recipes", "cp", "sentiment-reviews", str(tmp_path)]) == 0
+    copied = tmp_path / "sentiment-reviews.yaml"
+    assert copied.read_text(encoding="utf-8").startswith("# nlp finetune recipes/sentiment-reviews.yaml")
+    assert main(["recipes", "cp", "sentiment-reviews", str(tmp_path)]) == 2  # never overwrites
+    assert main(["recipes", "cp", "sentimnt-reviews", str(tmp_path / "x.yaml")]) == 2
+    assert "Did you mean 'sentiment-reviews'" in capsys.readouterr().err
+    assert main(["recipes", "validate", str(copied), "train.epochs=1"]) == 0
+    assert main(["recipes", "validate", str(copied), "train.epoch=1", "data.dataset=reviews"]) == 2
+    err = capsys.readouterr().err
+    assert "2 problems" in err and "train.epoch: unknown key" in err and "data.dataset" in err
