@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     except TrainingInterrupted as err:
         print(f"interrupted: {err}", file=sys.stderr)
         return 128 + err.signum if err.signum else 1
+    from accelerate import PartialState
+
+    if not PartialState().is_main_process:  # one report per launched run
+        return 0
     s = result.summary
     print()
     print(f"run: {result.run_dir}  ({result.status}, {s.get('steps')} steps, {s.get('wall_seconds')} s, "

@@ -327,15 +327,41 @@ def _build_tokenizer(recipe: Recipe, train_ds: Any, loaders: Loaders, run_dir: P
     from nlp.tokenizer import train_hybrid_tokenizer
 
     t = tok_section.train
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp, "corpus.txt")
-        corpus.write_text("\n".join(_training_texts(recipe.task.name, train_ds)), encoding="utf-8")
-        try:
-            return train_hybrid_tokenizer(corpus, t.vocab_size, word_fraction=t.word_fraction,
-                                          min_frequency=t.min_frequency,
-                                          model_max_length=max(512, recipe.data.max_length))
-        except NlpError as err:
-            raise ConfigError(f"tokenizer.train: {err}") from None
+
+    def train() -> Tokenizer:
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = Path(tmp, "corpus.txt")
+            corpus.write_text("\n".join(_training_texts(recipe.task.name, train_ds)), encoding="utf-8")
+            try:
+                return train_hybrid_tokenizer(corpus, t.vocab_size, word_fraction=t.word_fraction,
+                                              min_frequency=t.min_frequency,
+                                              model_max_length=max(512, recipe.data.max_length))
+            except NlpError as err:
+                raise ConfigError(f"tokenizer.train: {err}") from None
+
+    state = _process_state(recipe)
+    if state.num_processes == 1:
+        return train()
+    # Data-parallel: BPE merge ties may be ordered differently in two trainings, so the main
+    # process trains once and every process loads the same files (a shared file system).
+    staging = run_dir.parent / f".{run_dir.name}.tokenizer-staging"
+    if state.is_main_process:
+        shutil.rmtree(staging, ignore_errors=True)
+        train().save_pretrained(staging)
+    state.wait_for_everyone()
+    tok = load_tokenizer(staging)
+    state.wait_for_everyone()
+    if state.is_main_process:
+        shutil.rmtree(staging, ignore_errors=True)
+    return tok
+
+
+def _process_state(recipe: Recipe) -> Any:
+    """accelerate's process group, set up as the Trainer's Accelerator will want it: created
+    before the Trainer with other settings, a launched CPU run would stay one process."""
+    from accelerate import PartialState
+
+    return PartialState(cpu=not (torch.cuda.is_available() and not recipe.train.cpu))
 
 
 def _label_overrides(task: str, label_names: list[str] | None) -> dict[str, Any]:
@@ -459,15 +485,13 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     if "dev" not in features and settings.eval.metric != "loss":
         raise ConfigError(f"train.eval.metric={settings.eval.metric!r} needs a labelled dev split; "
                           "set data.dev_split or train.eval.metric: loss")
-    from accelerate import PartialState
-
     trainer = Trainer(
         model, settings, train_dataset=features["train"], collate_fn=train_collate,
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate,
         compute_metrics=metrics if "dev" in features else None,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[len(f["input_ids"]) for f in features["train"]],
-        callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, PartialState().is_main_process), *callbacks],
+        callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process), *callbacks],
     )
     result = trainer.train()
     final = _unwrap(trainer.accelerator.unwrap_model(trainer._model))
