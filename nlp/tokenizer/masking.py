@@ -47,16 +47,24 @@ _MIX = 0x9E3779B97F4A7C15  # 64-bit golden-ratio constant: spreads (seed, epoch,
 
 
 def jieba_word_ids(
-    tokenizer: Any, texts: Sequence[str], *, segmenter: JiebaSegmenter | None = None
+    tokenizer: Any, texts: Sequence[str], *, segmenter: JiebaSegmenter | None = None,
+    char_level: bool = False,
 ) -> list[tuple[list[int], list[int]]]:
     """(token ids, jieba word index per token) for each text, without special tokens.
 
     Works with any tokenizer of this package: a hybrid tokenizer's words ARE jieba words;
     for others (WordPiece) the text is segmented here and tokens mapped by character offset.
+
+    `char_level=True` feeds the non-space characters one by one (`is_split_into_words`), the
+    way token-classification (NER) feeds a hybrid tokenizer, while the word ids stay jieba
+    words: the characters of 北京 are still masked together. Pretraining on a share of such
+    rows teaches the model the character spelling of words its vocabulary holds whole.
     """
     texts = list(texts)
     if not texts:
         return []
+    if char_level:
+        return [_char_level(tokenizer, text, segmenter or JiebaSegmenter()) for text in texts]
     native = type(tokenizer).__name__ == "HybridTokenizer"
     enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=not native,
                     return_token_type_ids=False, return_attention_mask=False)
@@ -67,13 +75,31 @@ def jieba_word_ids(
         return out
     segmenter = segmenter or JiebaSegmenter()
     for i, (ids, text) in enumerate(zip(enc["input_ids"], texts)):
-        starts, pos = [], 0  # start offset of each jieba word (spaces included: every char is in one)
-        for w in segmenter.cut(text):
-            starts.append(pos)
-            pos += len(w)
+        starts = _word_starts(segmenter, text)
         words = [bisect.bisect_right(starts, s) - 1 for s, _ in enc["offset_mapping"][i]]
         out.append((list(ids), words))
     return out
+
+
+def _word_starts(segmenter: JiebaSegmenter, text: str) -> list[int]:
+    """Start offset of each jieba word (spaces included: every character is in one word)."""
+    starts, pos = [], 0
+    for w in segmenter.cut(text):
+        starts.append(pos)
+        pos += len(w)
+    return starts
+
+
+def _char_level(tokenizer: Any, text: str, segmenter: JiebaSegmenter) -> tuple[list[int], list[int]]:
+    positions = [i for i, c in enumerate(text) if not c.isspace()]
+    if not positions:
+        return [], []
+    starts = _word_starts(segmenter, text)
+    char_word = [bisect.bisect_right(starts, i) - 1 for i in positions]
+    enc = tokenizer([text[i] for i in positions], is_split_into_words=True, add_special_tokens=False,
+                    return_token_type_ids=False, return_attention_mask=False)
+    words = [NO_WORD if w is None else char_word[w] for w in enc.word_ids(0)]
+    return list(enc["input_ids"]), words
 
 
 @dataclass

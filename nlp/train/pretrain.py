@@ -53,6 +53,7 @@ __all__ = [
     "pretrain_recipe_from_dict",
     "pretrain",
     "PretrainResult",
+    "export_model",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,9 @@ class CorpusSection:
     max_length: int = 128  # tokens per packed row, [CLS] and [SEP] included; longer = slower per token
     eval_rows: int = 256  # rows held back for the MLM loss/accuracy evaluation (0: none)
     max_documents: int | None = None  # the first N documents of each source (quick runs, tests)
+    # share of documents fed character by character (as NER feeds a hybrid tokenizer), still
+    # masked by whole jieba words: 0 for word-level only; helps character-level fine-tuning
+    char_level_fraction: float = 0.0
 
     def _check(self) -> list[str]:
         errors = []
@@ -107,6 +111,8 @@ class CorpusSection:
             errors.append(f"max_length must be >= 8, got {self.max_length}")
         if self.eval_rows < 0:
             errors.append(f"eval_rows must be >= 0, got {self.eval_rows}")
+        if not 0.0 <= self.char_level_fraction <= 1.0:
+            errors.append(f"char_level_fraction must lie in [0, 1], got {self.char_level_fraction}")
         if self.max_documents is not None and self.max_documents < 1:
             errors.append(f"max_documents must be >= 1 or null, got {self.max_documents}")
         return errors
@@ -289,14 +295,23 @@ def _documents(c: CorpusSection) -> list[str]:
     return docs
 
 
-def build_rows(tokenizer: Any, documents: list[str], max_length: int, *, seed: int = 0) -> PackedRows:
+def build_rows(tokenizer: Any, documents: list[str], max_length: int, *, seed: int = 0,
+               char_level_fraction: float = 0.0) -> PackedRows:
     """Tokenize (with jieba word ids) and pack the documents, in an order shuffled by `seed` so
-    that sources mix inside rows and the held-back eval rows come from every source."""
-    order = torch.randperm(len(documents), generator=torch.Generator().manual_seed(seed)).tolist()
+    that sources mix inside rows and the held-back eval rows come from every source; a
+    `char_level_fraction` of them (drawn with `seed`) is fed character by character."""
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(documents), generator=g).tolist()
+    char_level = (torch.rand(len(documents), generator=g) < char_level_fraction).tolist()
     shuffled = [documents[i] for i in order]
     encoded = []
     for start in range(0, len(shuffled), 2048):  # batches: bounded memory, fast Rust calls
-        encoded.extend(jieba_word_ids(tokenizer, shuffled[start:start + 2048]))
+        chunk = shuffled[start:start + 2048]
+        flags = char_level[start:start + 2048]
+        words = jieba_word_ids(tokenizer, [d for d, c in zip(chunk, flags) if not c])
+        chars = jieba_word_ids(tokenizer, [d for d, c in zip(chunk, flags) if c], char_level=True)
+        it_w, it_c = iter(words), iter(chars)
+        encoded.extend(next(it_c) if c else next(it_w) for c in flags)
     return pack_rows(encoded, max_length, cls_token_id=tokenizer.cls_token_id,
                      sep_token_id=tokenizer.sep_token_id)
 
@@ -336,7 +351,8 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
     out = Path(s.output_dir)
     documents = _documents(recipe.corpus)
     tok = _tokenizer_for(recipe, out, documents)
-    rows = build_rows(tok, documents, recipe.corpus.max_length, seed=s.seed)
+    rows = build_rows(tok, documents, recipe.corpus.max_length, seed=s.seed,
+                      char_level_fraction=recipe.corpus.char_level_fraction)
     n_eval = min(recipe.corpus.eval_rows, len(rows) // 10)
     train_set = _Subset(rows, range(n_eval, len(rows)))
     eval_set = _Subset(rows, range(n_eval)) if n_eval else None
@@ -385,3 +401,26 @@ def _recipe_to_dict(recipe: PretrainRecipe) -> dict[str, Any]:
 
     return {f.name: to_dict(getattr(recipe, f.name)) for f in dataclasses.fields(recipe)}
 
+
+
+def export_model(src_dir: str | Path, dst_dir: str | Path, *, dtype: torch.dtype = torch.float16) -> dict[str, dict[str, Any]]:
+    """Write a release copy of a pretrained MLM directory: weights cast to `dtype` (fp16 halves
+    the size; models load it into fp32 parameters), config and tokenizer files copied.
+
+    Returns {file name: {"sha256", "size"}} of every file written: the hub card's file list.
+    """
+    import hashlib
+    import shutil
+
+    src, dst = Path(src_dir), Path(dst_dir)
+    model = ErnieForMaskedLM.from_pretrained(src).to(dtype)
+    dst.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(dst)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (src / name).is_file():
+            shutil.copyfile(src / name, dst / name)
+    out = {}
+    for path in sorted(p for p in dst.iterdir() if p.is_file()):
+        data = path.read_bytes()
+        out[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    return out

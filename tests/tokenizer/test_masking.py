@@ -67,6 +67,17 @@ def test_wordpiece_tokens_map_to_jieba_words(wordpiece):
     assert words == [0, 0, 2, 3, 3, 3, 3, 4, 4]
 
 
+@pytest.mark.parametrize("name", ["hybrid", "wordpiece"])
+def test_char_level_view_keeps_jieba_words(name, request):
+    tok = request.getfixturevalue(name)
+    text = "我们 在北京大学学习"
+    [(ids, words)] = jieba_word_ids(tok, [text], char_level=True)
+    # one token per non-space character, exactly as NER feeds characters; jieba word ids
+    want = tok(list("我们在北京大学学习"), is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    assert ids == want and len(ids) == 9
+    assert words == [0, 0, 2, 3, 3, 3, 3, 4, 4]
+
+
 def test_pack_rows_full_rows_cls_sep_no_split_words(hybrid, rows, texts):
     L = 64
     lengths = rows.lengths.tolist()

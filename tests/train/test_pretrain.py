@@ -18,7 +18,8 @@ TINY = {
                          "intermediate_size": 64, "hidden_dropout_prob": 0.0,
                          "attention_probs_dropout_prob": 0.0, "max_position_embeddings": 64}},
     "tokenizer": {"vocab_size": 3000},
-    "corpus": {"sources": ["sanguo"], "max_documents": 2, "max_length": 32, "eval_rows": 16},
+    "corpus": {"sources": ["sanguo"], "max_documents": 2, "max_length": 32, "eval_rows": 16,
+               "char_level_fraction": 0.5},
     "train": {"max_steps": 30, "seed": 3, "optim": {"lr": 3e-3}, "schedule": {"warmup_ratio": 0.0},
               "data": {"batch_size": 16}, "eval": {"every_steps": 30, "at_epoch_end": False},
               "checkpoint": {"every_steps": 10, "keep_last": 5, "load_best_at_end": False},
@@ -137,3 +138,17 @@ def test_builtin_recipe_validates():
     assert text.startswith("# nlp pretrain recipes/pretrain/ernie-tiny-zh.yaml")
     r = pretrain_recipe_from_dict(yaml.safe_load(text))
     assert r.model.config["attention_probs_dropout_prob"] == 0.0
+
+
+def test_char_level_rows_feed_characters_like_ner(full_run):
+    from nlp.tokenizer import load_tokenizer
+    from nlp.train.pretrain import build_rows
+
+    out, _ = full_run
+    tok = load_tokenizer(out / "tokenizer")
+    text = "刘备关羽张飞"
+    rows = build_rows(tok, [text], 16, char_level_fraction=1.0)
+    chars = tok(list(text), is_split_into_words=True)["input_ids"]
+    assert rows[0]["input_ids"].tolist() == chars
+    words = build_rows(tok, [text], 16, char_level_fraction=0.0)
+    assert words[0]["input_ids"].tolist() == tok(text)["input_ids"]
