@@ -64,7 +64,8 @@ def jieba_word_ids(
     if not texts:
         return []
     if char_level:
-        return [_char_level(tokenizer, text, segmenter or JiebaSegmenter()) for text in texts]
+        segmenter = segmenter or JiebaSegmenter()  # once: building one loads jieba's dictionary
+        return [_char_level(tokenizer, text, segmenter) for text in texts]
     native = type(tokenizer).__name__ == "HybridTokenizer"
     enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=not native,
                     return_token_type_ids=False, return_attention_mask=False)
