@@ -97,3 +97,23 @@ def test_recipes_ls_cp_validate(tmp_path, capsys):
     assert main(["recipes", "validate", str(copied), "train.epoch=1", "data.dataset=reviews"]) == 2
     err = capsys.readouterr().err
     assert "2 problems" in err and "train.epoch: unknown key" in err and "data.dataset" in err
+
+
+def test_qa_run_evaluates_and_predicts_from_the_cli(tmp_path, capsys):
+    from train._recipe_fixtures import cmrc_files, data_overrides
+
+    run = tmp_path / "qa"
+    assert main(["finetune", "recipes/qa-cmrc2018.yaml", *tiny_overrides(run),
+                 *data_overrides("qa-cmrc2018", tmp_path)]) == 0
+    dev = json.loads((run / "results.json").read_text(encoding="utf-8"))["dev"]
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--data", cmrc_files(tmp_path)["dev"]]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["exact_match"] == pytest.approx(dev["exact_match"]) and scores["f1"] == pytest.approx(dev["f1"])
+    questions = tmp_path / "q.jsonl"
+    context = "张三在北京大学工作了十年。"
+    questions.write_text(json.dumps({"question": "谁在北京大学工作？", "context": context}, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    assert main(["predict", str(run), "--input", str(questions)]) == 0
+    answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["answer"]
+    assert context[answer["start"]:answer["end"]] == answer["answer"]
