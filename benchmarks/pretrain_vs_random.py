@@ -71,7 +71,7 @@ def report(out: Path) -> None:
     print(f"{'task':8s} {'metric':9s} {'pretrained':>11s} {'random':>8s} {'ratio':>6s}   (test split; dev in brackets)")
     for task, (_, metric) in TASKS.items():
         p, r = cells.get((task, "pretrained")), cells.get((task, "random"))
-        def fmt(c):
+        def fmt(c, metric=metric):
             return f"{c['test'][metric]:.4f} [{c['dev'][metric]:.4f}]" if c and c.get("test") else "-"
         ratio = (f"{p['test'][metric] / r['test'][metric]:.3f}" if p and r and p.get("test") and r.get("test")
                  and r["test"][metric] else "-")

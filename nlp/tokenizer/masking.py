@@ -31,15 +31,16 @@ fall back to a generator seeded once and advanced per call (reproducible, not re
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 
 from nlp._common import ConfigError, DataError
 from nlp.tokenizer.segmenter import JiebaSegmenter
 
-__all__ = ["WholeWordMaskCollator", "jieba_word_ids", "pack_rows", "PackedRows"]
+__all__ = ["PackedRows", "WholeWordMaskCollator", "jieba_word_ids", "pack_rows"]
 
 NO_WORD = -1  # word id of special tokens: never masked
 

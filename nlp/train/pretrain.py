@@ -24,9 +24,10 @@ cost more than the whole encoder.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,7 +37,12 @@ import yaml
 from nlp._common import ConfigError, atomic_write, did_you_mean
 from nlp.models import ErnieConfig, ErnieForMaskedLM, preset_config
 from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer
-from nlp.tokenizer.masking import PackedRows, WholeWordMaskCollator, jieba_word_ids, pack_rows
+from nlp.tokenizer.masking import (
+    PackedRows,
+    WholeWordMaskCollator,
+    jieba_word_ids,
+    pack_rows,
+)
 from nlp.train.corpus import CORPUS_SOURCES, build_corpus, write_lines
 from nlp.train.evaluation import EvalPrediction
 from nlp.train.recipe import ModelSection, _build, _check_model, _format
@@ -45,15 +51,15 @@ from nlp.train.settings import TrainSettings, apply_overrides, parse_overrides, 
 from nlp.train.trainer import Trainer, TrainResult
 
 __all__ = [
-    "PretrainRecipe",
-    "PretrainTokenizerSection",
     "CorpusSection",
     "MaskingSection",
-    "load_pretrain_recipe",
-    "pretrain_recipe_from_dict",
-    "pretrain",
+    "PretrainRecipe",
     "PretrainResult",
+    "PretrainTokenizerSection",
     "export_model",
+    "load_pretrain_recipe",
+    "pretrain",
+    "pretrain_recipe_from_dict",
 ]
 
 logger = logging.getLogger(__name__)
@@ -287,7 +293,7 @@ def _tokenizer_for(recipe: PretrainRecipe, out: Path, documents: list[str]) -> A
 
 def _documents(c: CorpusSection) -> list[str]:
     docs: list[str] = []
-    for source, texts in build_corpus(c.sources).items():
+    for texts in build_corpus(c.sources).values():
         docs.extend(texts[: c.max_documents] if c.max_documents else texts)
     for f in c.files:
         lines = [ln for ln in Path(f).expanduser().read_text(encoding="utf-8").splitlines() if ln.strip()]

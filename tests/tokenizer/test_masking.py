@@ -9,8 +9,18 @@ import pytest
 import torch
 
 from nlp._common import ConfigError, DataError
-from nlp.tokenizer import HybridTokenizer, JiebaSegmenter, WordPieceTokenizer, train_hybrid_tokenizer
-from nlp.tokenizer.masking import NO_WORD, WholeWordMaskCollator, jieba_word_ids, pack_rows
+from nlp.tokenizer import (
+    HybridTokenizer,
+    JiebaSegmenter,
+    WordPieceTokenizer,
+    train_hybrid_tokenizer,
+)
+from nlp.tokenizer.masking import (
+    NO_WORD,
+    WholeWordMaskCollator,
+    jieba_word_ids,
+    pack_rows,
+)
 
 from .conftest import read_peoples_daily
 

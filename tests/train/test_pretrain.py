@@ -84,8 +84,8 @@ def test_resume_continues_the_same_curve(full_run, tmp_path):
     full = {r["step"]: r["loss"] for r in records(out_full)}
     resumed = {r["step"]: r["loss"] for r in records(out)}
     assert set(resumed) == set(full)
-    for step in full:
-        assert resumed[step] == pytest.approx(full[step], rel=1e-4, abs=1e-5), step
+    for step, loss in full.items():
+        assert resumed[step] == pytest.approx(loss, rel=1e-4, abs=1e-5), step
 
 
 def test_sparse_head_matches_the_dense_loss():
