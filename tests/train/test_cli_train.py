@@ -117,3 +117,27 @@ def test_qa_run_evaluates_and_predicts_from_the_cli(tmp_path, capsys):
     assert main(["predict", str(run), "--input", str(questions)]) == 0
     answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["answer"]
     assert context[answer["start"]:answer["end"]] == answer["answer"]
+
+
+def test_accelerate_launch_runs_nlp_finetune_on_two_processes(tmp_path):
+    """The README's launch line, as written: `-m nlp` under accelerate gives 2 ranks (gloo)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    launcher = shutil.which("accelerate", path=str(Path(sys.executable).parent))
+    if launcher is None:
+        pytest.skip("accelerate's launcher is not installed next to this python")
+    out = tmp_path / "ddp"
+    cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "nlp", "finetune",
+           "recipes/sentiment-reviews.yaml", *tiny_overrides(out)]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["processes"] == 2 and summary["steps"] == 3
+    assert proc.stdout.count("run: ") == 1  # one report, from the main process
