@@ -1,6 +1,39 @@
-"""Shared test set-up: tests/ on sys.path (for the fixture modules), quiet third-party logs."""
+"""Shared test set-up: tests/ on sys.path (for the fixture modules) and hub isolation fixtures."""
 
+import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
+
+_HUB_ENV = ("NLP_OFFLINE", "HF_HUB_OFFLINE", "NLP_HUB_MIRROR", "NLP_HUB_CARDS")
+
+
+@pytest.fixture
+def isolated_hub(tmp_path, monkeypatch):
+    """A private hub cache, no hub env vars, and a registry restored after the test."""
+    from nlp.hub import registry
+
+    monkeypatch.setenv("NLP_HUB_CACHE", str(tmp_path / "hub-cache"))
+    for var in _HUB_ENV:
+        monkeypatch.delenv(var, raising=False)
+    registry._ensure_loaded()
+    cards, aliases = dict(registry._CARDS), dict(registry._ALIASES)
+    yield tmp_path / "hub-cache"
+    registry._CARDS.clear()
+    registry._CARDS.update(cards)
+    registry._ALIASES.clear()
+    registry._ALIASES.update(aliases)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a socket was opened")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)

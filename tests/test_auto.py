@@ -2,40 +2,18 @@
 
 from __future__ import annotations
 
-import socket
-
 import numpy as np
 import pytest
 import torch
 
 import nlp
 from nlp._common import HubError, UnknownNameError
-from nlp.hub import registry
 from paddle_fixtures import TINY, VOCAB, paddle_backbone, paddle_config, write_paddle_dir
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    """A private hub cache and registry for each test."""
-    monkeypatch.setenv("NLP_HUB_CACHE", str(tmp_path / "cache"))
-    for var in ("NLP_OFFLINE", "HF_HUB_OFFLINE", "NLP_HUB_MIRROR", "NLP_HUB_CARDS"):
-        monkeypatch.delenv(var, raising=False)
-    registry._ensure_loaded()
-    cards, aliases = dict(registry._CARDS), dict(registry._ALIASES)
-    yield
-    registry._CARDS.clear()
-    registry._CARDS.update(cards)
-    registry._ALIASES.clear()
-    registry._ALIASES.update(aliases)
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("a socket was opened")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+def _isolated(isolated_hub):
+    """A private hub cache and registry for each test (tests/conftest.py)."""
 
 
 @pytest.fixture
