@@ -132,3 +132,9 @@ def test_predicts_masked_words_far_above_chance(loaded):
     assert statistics.median(ranks) < 400, ranks
     assert statistics.median(untrained_ranks) > 2000, untrained_ranks
     assert sum(r < 100 for r in ranks) >= 4, ranks
+
+
+def test_builtin_source_works_offline_with_an_empty_cache(isolated_hub, no_network, monkeypatch):
+    monkeypatch.setenv("NLP_OFFLINE", "1")
+    path = nlp.hub.download("ernie-tiny-zh")
+    assert (path / "model.safetensors").is_file() and (path / "config.json").is_file()

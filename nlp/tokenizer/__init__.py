@@ -50,3 +50,7 @@ __all__ += [
     "PackedBatchSampler",
     "plan_packing",
 ]
+
+from nlp.tokenizer.masking import WholeWordMaskCollator, jieba_word_ids, pack_rows  # noqa: E402
+
+__all__ += ["WholeWordMaskCollator", "jieba_word_ids", "pack_rows"]
