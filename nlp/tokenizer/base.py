@@ -13,11 +13,13 @@ tokenizer object is not safe to call from several threads at once.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 import tokenizers
 
-from nlp._common import ConfigError, DataError
+from nlp._common import ConfigError, DataError, atomic_write
+from nlp.tokenizer._files import write_json, write_vocab
 
 __all__ = ["Tokenizer", "BatchEncoding", "SPECIAL_TOKEN_NAMES"]
 
@@ -231,6 +233,27 @@ class Tokenizer:
     def backend_tokenizer(self) -> tokenizers.Tokenizer:
         """The underlying `tokenizers.Tokenizer` (same name as transformers')."""
         return self._backend
+
+    def save_pretrained(self, directory: str | Path) -> Path:
+        """Write tokenizer.json, vocab.txt, special_tokens_map.json and tokenizer_config.json
+        (with the subclass's `_config_fields()`), each atomically; returns the directory."""
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        self._backend.no_truncation()
+        self._backend.no_padding()
+        with atomic_write(path / "tokenizer.json", "w", encoding="utf-8") as f:
+            f.write(self._backend.to_str(pretty=True))
+        write_vocab(path / "vocab.txt", self._backend.get_vocab(with_added_tokens=False))
+        write_json(path / "special_tokens_map.json", self.special_tokens_map)
+        config = {"tokenizer_class": self.tokenizer_class, **self._config_fields(), **self.special_tokens_map}
+        if self.model_max_length < VERY_LARGE_INTEGER:
+            config["model_max_length"] = self.model_max_length
+        write_json(path / "tokenizer_config.json", config)
+        return path
+
+    def _config_fields(self) -> dict[str, Any]:
+        """The class's own tokenizer_config.json fields (normalisation, segmentation)."""
+        return {}
 
     def convert_tokens_to_ids(self, tokens: str | Sequence[str]) -> int | list[int]:
         unk = self.unk_token_id

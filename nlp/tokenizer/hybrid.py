@@ -28,8 +28,8 @@ from typing import Any, Iterable
 import tokenizers
 from tokenizers import decoders, models
 
-from nlp._common import ConfigError, atomic_write
-from nlp.tokenizer._files import check_dir, read_json, write_json, write_vocab
+from nlp._common import ConfigError
+from nlp.tokenizer._files import check_dir, read_json
 from nlp.tokenizer._fold import fold_table
 from nlp.tokenizer.base import SPECIAL_TOKEN_NAMES, VERY_LARGE_INTEGER, Tokenizer
 from nlp.tokenizer.segmenter import JiebaSegmenter
@@ -210,25 +210,10 @@ class HybridTokenizer(Tokenizer):
             **{n: config[n] for n in SPECIAL_TOKEN_NAMES if config.get(n)},
         )
 
-    def save_pretrained(self, directory: str | Path) -> Path:
-        """tokenizer.json (the BPE model), vocab.txt, tokenizer_config.json, special_tokens_map.json."""
-        path = Path(directory)
-        path.mkdir(parents=True, exist_ok=True)
-        self._backend.no_truncation()
-        self._backend.no_padding()
-        with atomic_write(path / "tokenizer.json", "w", encoding="utf-8") as f:
-            f.write(self._backend.to_str(pretty=True))
-        write_vocab(path / "vocab.txt", self._backend.get_vocab(with_added_tokens=False))
-        write_json(path / "special_tokens_map.json", self.special_tokens_map)
-        config = {
-            "tokenizer_class": self.tokenizer_class,
+    def _config_fields(self) -> dict[str, Any]:
+        return {
             "do_lower_case": self.do_lower_case,
             "fold_width": self.fold_width,
             "hmm": self.segmenter.hmm,
             "user_words": list(self.segmenter.user_words),
-            **self.special_tokens_map,
         }
-        if self.model_max_length < VERY_LARGE_INTEGER:
-            config["model_max_length"] = self.model_max_length
-        write_json(path / "tokenizer_config.json", config)
-        return path

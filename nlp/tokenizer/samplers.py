@@ -25,7 +25,6 @@ pass the number of steps it really finished: `state_dict(position=steps_done_in_
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterator, Sequence, Sized
 
 import numpy as np

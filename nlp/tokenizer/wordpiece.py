@@ -15,8 +15,8 @@ from typing import Any
 import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers
 
-from nlp._common import ConfigError, atomic_write
-from nlp.tokenizer._files import check_dir, read_json, read_vocab, write_json, write_vocab
+from nlp._common import ConfigError
+from nlp.tokenizer._files import check_dir, read_json, read_vocab
 from nlp.tokenizer.base import SPECIAL_TOKEN_NAMES, VERY_LARGE_INTEGER, Tokenizer
 
 __all__ = ["WordPieceTokenizer"]
@@ -119,28 +119,11 @@ class WordPieceTokenizer(Tokenizer):
             **kwargs,
         )
 
-    def save_pretrained(self, directory: str | Path) -> Path:
-        """Write tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json.
-
-        transformers' AutoTokenizer loads the result as BertTokenizer(Fast).
-        """
-        path = Path(directory)
-        path.mkdir(parents=True, exist_ok=True)
-        self._backend.no_truncation()
-        self._backend.no_padding()
-        with atomic_write(path / "tokenizer.json", "w", encoding="utf-8") as f:
-            f.write(self._backend.to_str(pretty=True))
-        write_vocab(path / "vocab.txt", self._backend.get_vocab(with_added_tokens=False))
-        write_json(path / "special_tokens_map.json", self.special_tokens_map)
-        config = {
-            "tokenizer_class": self.tokenizer_class,
+    def _config_fields(self) -> dict[str, Any]:
+        # tokenizer_class "BertTokenizer": transformers' AutoTokenizer loads the saved dir as BertTokenizer(Fast)
+        return {
             "do_lower_case": self.do_lower_case,
             "strip_accents": self.strip_accents,
             "tokenize_chinese_chars": self.tokenize_chinese_chars,
             "clean_up_tokenization_spaces": True,
-            **self.special_tokens_map,
         }
-        if self.model_max_length < VERY_LARGE_INTEGER:
-            config["model_max_length"] = self.model_max_length
-        write_json(path / "tokenizer_config.json", config)
-        return path
