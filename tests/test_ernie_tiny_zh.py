@@ -4,7 +4,6 @@ ranking masked words far above chance."""
 from __future__ import annotations
 
 import hashlib
-import socket
 from importlib import resources
 from pathlib import Path
 
@@ -13,30 +12,13 @@ import torch
 
 import nlp
 from nlp._common import HubError
-from nlp.hub import registry
 
 ASSET = Path(str(resources.files("nlp").joinpath("assets/ernie-tiny-zh")))
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
+def _isolated(isolated_hub, no_network):
     """A private, empty hub cache; no socket may connect (the builtin source is package data)."""
-    monkeypatch.setenv("NLP_HUB_CACHE", str(tmp_path / "cache"))
-    for var in ("NLP_OFFLINE", "HF_HUB_OFFLINE", "NLP_HUB_MIRROR", "NLP_HUB_CARDS"):
-        monkeypatch.delenv(var, raising=False)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a socket was opened")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    registry._ensure_loaded()
-    cards, aliases = dict(registry._CARDS), dict(registry._ALIASES)
-    yield
-    registry._CARDS.clear()
-    registry._CARDS.update(cards)
-    registry._ALIASES.clear()
-    registry._ALIASES.update(aliases)
 
 
 @pytest.fixture(scope="module")

@@ -29,20 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _check_model_name(name: str) -> None:
-    from pathlib import Path
-
-    from nlp import hub
-
-    if not Path(name).expanduser().is_dir():
-        hub.resolve_card(name)
-
-
 def run(args: argparse.Namespace) -> int:
+    from nlp.commands.finetune import check_model_name
     from nlp.train.errors import TrainingInterrupted
     from nlp.train.pretrain import load_pretrain_recipe, pretrain
 
-    recipe = load_pretrain_recipe(args.recipe, args.overrides, check_model=_check_model_name)
+    recipe = load_pretrain_recipe(args.recipe, args.overrides, check_model=check_model_name)
     if args.validate_only:
         print(f"{args.recipe}: OK (output_dir {recipe.train.output_dir})")
         return 0
