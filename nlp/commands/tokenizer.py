@@ -1,4 +1,4 @@
-"""`nlp tokenizer`: train a jieba+BPE hybrid vocabulary, or encode text with a tokenizer directory."""
+"""`nlp tokenizer`: train a vocabulary (jieba+BPE hybrid, or character-level WordPiece), or encode text."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 EPILOG = """examples:
   nlp tokenizer train reviews.txt more.txt --vocab-size 30000 --out tok/
   nlp tokenizer train corpus.txt --vocab-size 20000 --out tok/ --user-word 飞桨 --user-word 文心
+  nlp tokenizer train corpus.txt --kind wordpiece --vocab-size 7000 --out tok-chars/
   nlp tokenizer encode tok/ "我爱飞桨深度学习框架"
 """
 
@@ -19,15 +20,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = parser.add_subparsers(dest="tokenizer_command", metavar="SUBCOMMAND", required=True)
 
-    train = sub.add_parser("train", help="learn a jieba+BPE hybrid vocabulary from text files",
+    train = sub.add_parser("train", help="learn a hybrid (jieba+BPE) or WordPiece vocabulary from text files",
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("corpus", nargs="+", help="UTF-8 text files, one text a line")
     train.add_argument("--vocab-size", type=int, required=True, help="size of the vocabulary to learn")
     train.add_argument("--out", required=True, help="directory to write the tokenizer to")
+    train.add_argument("--kind", choices=("hybrid", "wordpiece"), default="hybrid",
+                       help="hybrid: jieba words + BPE pieces (short sequences); wordpiece: one token per "
+                            "Chinese character, as bert-base-chinese and ERNIE (NER-friendly)")
     train.add_argument("--word-fraction", type=float, default=0.5,
                        help="share of the budget left after characters for whole words (rest: BPE merges)")
     train.add_argument("--min-frequency", type=int, default=2, help="ignore words/merges seen fewer times")
-    train.add_argument("--user-word", action="append", default=[], help="a word jieba must keep whole (repeatable)")
+    train.add_argument("--user-word", action="append", default=[],
+                       help="a word jieba must keep whole (repeatable; hybrid only)")
     train.add_argument("--max-length", type=int, default=512, help="model_max_length written to the config")
     train.set_defaults(func=_train)
 
@@ -41,9 +46,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _train(args: argparse.Namespace) -> int:
     import time
 
-    from nlp.tokenizer import train_hybrid_tokenizer
+    from nlp._common import ConfigError
+    from nlp.tokenizer import train_hybrid_tokenizer, train_wordpiece_tokenizer
 
     start = time.perf_counter()
+    if args.kind == "wordpiece":
+        if args.user_word:
+            raise ConfigError("--user-word applies to --kind hybrid only: a WordPiece vocabulary splits "
+                              "Chinese text into characters, so there are no whole words to keep")
+        tok = train_wordpiece_tokenizer(args.corpus, args.vocab_size, args.out,
+                                        min_frequency=args.min_frequency, model_max_length=args.max_length)
+        print(f"trained {tok!r} in {time.perf_counter() - start:.1f}s -> {args.out}")
+        return 0
     tok = train_hybrid_tokenizer(
         args.corpus, args.vocab_size, args.out, word_fraction=args.word_fraction,
         min_frequency=args.min_frequency, user_words=args.user_word, model_max_length=args.max_length,

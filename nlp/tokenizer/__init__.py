@@ -12,7 +12,7 @@ from nlp.tokenizer._load import TOKENIZER_CLASSES, load_tokenizer
 from nlp.tokenizer.base import BatchEncoding, Tokenizer
 from nlp.tokenizer.hybrid import HybridTokenizer
 from nlp.tokenizer.segmenter import JiebaSegmenter
-from nlp.tokenizer.training import train_hybrid_tokenizer
+from nlp.tokenizer.training import train_hybrid_tokenizer, train_wordpiece_tokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "HybridTokenizer",
     "JiebaSegmenter",
     "train_hybrid_tokenizer",
+    "train_wordpiece_tokenizer",
     "load_tokenizer",
     "TOKENIZER_CLASSES",
 ]

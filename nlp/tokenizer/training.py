@@ -29,8 +29,9 @@ from nlp._common import ConfigError, DataError
 from nlp.tokenizer._fold import fold_table
 from nlp.tokenizer.hybrid import HybridTokenizer
 from nlp.tokenizer.segmenter import JiebaSegmenter
+from nlp.tokenizer.wordpiece import WordPieceTokenizer
 
-__all__ = ["train_hybrid_tokenizer", "SPECIAL_TOKENS"]
+__all__ = ["train_hybrid_tokenizer", "train_wordpiece_tokenizer", "SPECIAL_TOKENS"]
 
 logger = logging.getLogger(__name__)
 
@@ -166,3 +167,47 @@ def _learn_merges(
             vocab[merged] = len(vocab)
         merges.append((a, b))
     return merges
+
+
+def train_wordpiece_tokenizer(
+    files: str | Path | Iterable[str | Path],
+    vocab_size: int,
+    out_dir: str | Path | None = None,
+    *,
+    min_frequency: int = 2,
+    do_lower_case: bool = True,
+    model_max_length: int | None = 512,
+) -> WordPieceTokenizer:
+    """Learn an ERNIE/BERT-style WordPiece vocabulary (what bert-base-chinese and ERNIE 1.0 use):
+    every CJK character is its own token, other text (Latin words, digits) is split into
+    WordPiece `##` pieces learned by the `tokenizers` WordPieceTrainer.
+
+    Every character of the corpus is kept, so in-corpus text never becomes [UNK]; the budget
+    left after the characters goes to the most useful Latin/digit pieces.
+    """
+    if not isinstance(vocab_size, int) or vocab_size <= 0:
+        raise ConfigError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+    if not isinstance(min_frequency, int) or min_frequency < 1:
+        raise ConfigError(f"min_frequency must be a positive integer, got {min_frequency!r}")
+    lines = _read_lines(files)
+    empty = WordPieceTokenizer({t: i for i, t in enumerate(SPECIAL_TOKENS)}, do_lower_case=do_lower_case)
+    backend = tokenizers.Tokenizer.from_str(empty._backend.to_str())
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
+        special_tokens=list(SPECIAL_TOKENS), continuing_subword_prefix="##",
+    )
+    backend.train_from_iterator(lines, trainer)
+    vocab = backend.get_vocab()
+    if len(vocab) > vocab_size:
+        raise ConfigError(
+            f"vocab_size={vocab_size} is too small: the corpus has {len(vocab) - len(SPECIAL_TOKENS)} distinct "
+            f"characters and pieces that must all be kept; use --vocab-size {len(vocab) + 1000} or more"
+        )
+    ordered = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+    tok = WordPieceTokenizer(ordered, do_lower_case=do_lower_case, model_max_length=model_max_length)
+    n_cjk = sum(1 for t in ordered if len(t) == 1 and "\u4e00" <= t <= "\u9fff")
+    logger.info("trained WordPiece tokenizer on %d lines: vocab %d (%d CJK characters)",
+                len(lines), tok.vocab_size, n_cjk)
+    if out_dir is not None:
+        tok.save_pretrained(out_dir)
+    return tok

@@ -36,7 +36,7 @@ import yaml
 
 from nlp._common import ConfigError, atomic_write, did_you_mean
 from nlp.models import ErnieConfig, ErnieForMaskedLM, preset_config
-from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer
+from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer, train_wordpiece_tokenizer
 from nlp.tokenizer.masking import (
     PackedRows,
     WholeWordMaskCollator,
@@ -65,19 +65,26 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+TOKENIZER_KINDS = ("hybrid", "wordpiece")
 
 
 @dataclass
 class PretrainTokenizerSection:
-    """A tokenizer directory to use as is (`name`), or a jieba+BPE vocabulary to train."""
+    """A tokenizer directory to use as is (`name`), or a vocabulary to train (`kind`)."""
 
     name: str | None = None  # a tokenizer directory (WordPiece or hybrid); null: train one
+    # wordpiece: one token per Chinese character (ERNIE 1.0 / bert-base-chinese; whole-word
+    # masking still masks jieba words); hybrid: jieba words + BPE pieces (shorter rows)
+    kind: str = "hybrid"
     vocab_size: int = 20000  # larger: shorter sequences, bigger embedding (the bulk of a tiny model)
     word_fraction: float = 0.5  # share of whole jieba words vs BPE merges in the budget left
     min_frequency: int = 2
 
     def _check(self) -> list[str]:
         errors = []
+        if self.kind not in TOKENIZER_KINDS:
+            errors.append(f"kind must be one of {', '.join(TOKENIZER_KINDS)}, got {self.kind!r}."
+                          f"{did_you_mean(self.kind, TOKENIZER_KINDS)}")
         if self.vocab_size < 100:
             errors.append(f"vocab_size must be >= 100, got {self.vocab_size}")
         if not 0.0 <= self.word_fraction <= 1.0:
@@ -287,6 +294,9 @@ def _tokenizer_for(recipe: PretrainRecipe, out: Path, documents: list[str]) -> A
     t = recipe.tokenizer
     with tempfile.TemporaryDirectory() as tmp:
         corpus_file = write_lines(documents, Path(tmp) / "corpus.txt")
+        if t.kind == "wordpiece":
+            return train_wordpiece_tokenizer(corpus_file, t.vocab_size, min_frequency=t.min_frequency,
+                                             model_max_length=recipe.corpus.max_length)
         return train_hybrid_tokenizer(corpus_file, t.vocab_size, word_fraction=t.word_fraction,
                                       min_frequency=t.min_frequency, model_max_length=recipe.corpus.max_length)
 

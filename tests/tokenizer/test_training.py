@@ -50,3 +50,42 @@ def test_cli_train_then_encode(tmp_path, reviews, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["text"] for r in rows] == ["", "我", "爱", "飞桨", ""]
     assert main(["tokenizer", "train", str(tmp_path / "nope.txt"), "--vocab-size", "10", "--out", str(out)]) == 2
+
+
+def test_wordpiece_vocab_is_character_level_and_reloads(tmp_path, reviews):
+    from nlp.tokenizer import WordPieceTokenizer, train_wordpiece_tokenizer
+
+    path = _corpus(tmp_path, reviews)
+    tok = train_wordpiece_tokenizer([path], 3000, tmp_path / "wp")
+    vocab = tok.get_vocab()
+    assert [vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
+    assert isinstance(tok, WordPieceTokenizer) and tok.vocab_size <= 3000
+    # every CJK character of the corpus is a token of its own; no Chinese word is one token
+    cjk = {c for line in reviews[::20] for c in line if "\u4e00" <= c <= "\u9fff"}
+    assert cjk <= set(vocab)
+    assert not [t for t in vocab if len(t) > 1 and any("\u4e00" <= c <= "\u9fff" for c in t)]
+    enc = tok("这个手机很好用iphone")
+    assert enc.tokens()[1:6] == ["这", "个", "手", "机", "很"] and 1 not in enc["input_ids"]
+    again = load_tokenizer(tmp_path / "wp")
+    assert again("这个手机很好用iphone")["input_ids"] == enc["input_ids"]
+
+
+def test_wordpiece_too_small_vocab_names_the_size_needed(tmp_path, reviews):
+    import pytest
+
+    from nlp._common import ConfigError
+    from nlp.tokenizer import train_wordpiece_tokenizer
+
+    with pytest.raises(ConfigError, match="too small.*--vocab-size"):
+        train_wordpiece_tokenizer([_corpus(tmp_path, reviews)], 200)
+
+
+def test_cli_train_wordpiece(tmp_path, reviews, capsys):
+    path = _corpus(tmp_path, reviews)
+    out = tmp_path / "tok"
+    assert main(["tokenizer", "train", str(path), "--kind", "wordpiece", "--vocab-size", "3000",
+                 "--out", str(out)]) == 0
+    assert json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"] == "BertTokenizer"
+    assert main(["tokenizer", "train", str(path), "--kind", "wordpiece", "--vocab-size", "3000",
+                 "--out", str(out), "--user-word", "飞桨"]) == 2
+    assert "hybrid only" in capsys.readouterr().err

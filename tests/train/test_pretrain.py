@@ -152,3 +152,29 @@ def test_char_level_rows_feed_characters_like_ner(full_run):
     assert rows[0]["input_ids"].tolist() == chars
     words = build_rows(tok, [text], 16, char_level_fraction=0.0)
     assert words[0]["input_ids"].tolist() == tok(text)["input_ids"]
+
+
+def test_wordpiece_kind_trains_a_character_vocabulary(tmp_path):
+    from nlp.tokenizer import WordPieceTokenizer, load_tokenizer
+    from nlp.train.pretrain import build_rows
+
+    data = json.loads(json.dumps(TINY))
+    data["tokenizer"] = {"kind": "wordpiece", "vocab_size": 3000}
+    data["corpus"]["char_level_fraction"] = 0.0
+    data["train"].update(output_dir=str(tmp_path / "wp"), max_steps=4)
+    data["train"]["eval"]["every_steps"] = 4
+    result = pretrain(pretrain_recipe_from_dict(data))
+    tok = load_tokenizer(result.model_dir)
+    assert isinstance(tok, WordPieceTokenizer) and result.train.step == 4
+    # one token per character, but whole jieba words share a word id (masked together)
+    row = build_rows(tok, ["刘备关羽张飞"], 16)[0]
+    assert len(row["input_ids"]) == 6 + 2
+    words = row["word_ids"].tolist()[1:-1]
+    assert words[0] == words[1] and words[0] != words[2]  # 刘备 | 关羽
+
+
+def test_unknown_tokenizer_kind_is_refused_with_the_choices():
+    bad = json.loads(json.dumps(TINY))
+    bad["tokenizer"]["kind"] = "wordpeice"
+    with pytest.raises(ConfigError, match="hybrid, wordpiece.*Did you mean 'wordpiece'"):
+        pretrain_recipe_from_dict(bad)
