@@ -24,10 +24,11 @@ cost more than the whole encoder.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -149,8 +150,19 @@ class MaskingSection:
 
 
 @dataclass
+class PretrainModelSection(ModelSection):
+    """The model section of fine-tuning recipes, plus how fresh position embeddings start."""
+
+    # sinusoidal: the position table starts as Transformer sin/cos waves (same scale as the other
+    # embeddings) instead of noise, so attention can find neighbours from the first steps; the
+    # table stays a learned parameter of the ordinary ERNIE/BERT architecture
+    position_init: Literal["normal", "sinusoidal"] = "normal"
+
+
+@dataclass
 class PretrainRecipe:
-    model: ModelSection = field(default_factory=lambda: ModelSection(preset="ernie-3.0-tiny-nano-v2-zh", init="random"))
+    model: PretrainModelSection = field(
+        default_factory=lambda: PretrainModelSection(preset="ernie-3.0-tiny-nano-v2-zh", init="random"))
     tokenizer: PretrainTokenizerSection = field(default_factory=PretrainTokenizerSection)
     corpus: CorpusSection = field(default_factory=CorpusSection)
     masking: MaskingSection = field(default_factory=MaskingSection)
@@ -344,6 +356,18 @@ class PretrainResult:
     parameters: int
 
 
+def _sinusoidal_positions_(weight: torch.Tensor, std: float) -> None:
+    """Fill a (positions, hidden) table with sin/cos waves (Vaswani et al. 2017), scaled to `std`."""
+    n, h = weight.shape
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, h, 2, dtype=torch.float32) * (-math.log(10000.0) / h))
+    table = torch.zeros(n, h)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: h // 2])
+    with torch.no_grad():
+        weight.copy_(table * (std / table.std()))
+
+
 def _model_for(recipe: PretrainRecipe, vocab_size: int, pad_token_id: int) -> ErnieForMaskedLM:
     m = recipe.model
     if m.name is not None and m.init == "pretrained":
@@ -358,7 +382,10 @@ def _model_for(recipe: PretrainRecipe, vocab_size: int, pad_token_id: int) -> Er
     else:
         config = preset_config(m.preset, **m.config)
     config = config.replace(vocab_size=vocab_size, pad_token_id=pad_token_id)
-    return _SparseMaskedLM(config)
+    model = _SparseMaskedLM(config)
+    if m.position_init == "sinusoidal":
+        _sinusoidal_positions_(model.backbone.embeddings.position.weight, config.initializer_range)
+    return model
 
 
 def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> PretrainResult:

@@ -178,3 +178,20 @@ def test_unknown_tokenizer_kind_is_refused_with_the_choices():
     bad["tokenizer"]["kind"] = "wordpeice"
     with pytest.raises(ConfigError, match="hybrid, wordpiece.*Did you mean 'wordpiece'"):
         pretrain_recipe_from_dict(bad)
+
+
+def test_sinusoidal_position_init_is_a_scaled_wave_table(tmp_path):
+    from nlp.train.pretrain import _model_for
+
+    data = json.loads(json.dumps(TINY))
+    data["model"]["position_init"] = "sinusoidal"
+    r = pretrain_recipe_from_dict(data)
+    table = _model_for(r, 100, 0).backbone.embeddings.position.weight.detach()
+    assert abs(float(table.std()) - 0.02) < 1e-3
+    # column 0 is sin(position), column 1 cos(position), up to the scale
+    scale = float(table[1, 0]) / torch.sin(torch.tensor(1.0))
+    assert torch.allclose(table[:, 0], scale * torch.sin(torch.arange(64.0)), atol=1e-6)
+    assert torch.allclose(table[:, 1], scale * torch.cos(torch.arange(64.0)), atol=1e-6)
+    data["model"]["position_init"] = "sinus"
+    with pytest.raises(ConfigError, match="position_init"):
+        pretrain_recipe_from_dict(data)
