@@ -1,18 +1,27 @@
 """jieba + BPE hybrid tokenizer: one token per known word, learned BPE pieces for the rest.
 
-Pipeline for each text:
+Pipeline for a batch of texts:
 
 1. fold (nlp/tokenizer/_fold.py): a 1:1 character table (full-width -> half-width,
    lower-case, controls/whitespace -> space), so offsets in the folded text are offsets in
-   the original text;
+   the original text; one numpy lookup for the whole batch;
 2. segment with jieba's dictionary (rjieba fast path; HMM off by default), user words kept;
-3. drop whitespace words (they make no token, as in BERT); `word_ids` number the words left;
-4. hand the words to a `tokenizers` BPE model as pre-tokenized input (`ignore_merges=True`:
-   a word in the vocabulary is one token; any other word is split by the learned merges, down
-   to single characters, `##`-prefixed after the first piece; a character outside the
-   vocabulary is one [UNK], never dropped);
+3. join each text's words with one space, whitespace words left out (they make no token, as
+   in BERT): "我爱 北京" -> "我 爱  北京". The folded whitespace is NUL on this path, which
+   jieba cuts as a word of its own and the join then deletes, so the word numbered k starts
+   exactly k characters to the right of where it starts in the original text;
+4. hand the joined strings to a `tokenizers` BPE model as raw text; its pre-tokenizer is
+   `WhitespaceSplit`, so the words are jieba's (`word_ids` number the non-space words) and
+   everything from here runs in Rust, on all cores (`ignore_merges=True`: a word in the
+   vocabulary is one token; any other word is split by the learned merges, down to single
+   characters, `##`-prefixed after the first piece; a character outside the vocabulary is one
+   [UNK], never dropped);
 5. the Rust side adds [CLS]/[SEP], truncates, strides, pads (shared with WordPiece via
-   `Tokenizer`); per-word offsets are shifted by each word's start in the original text.
+   `Tokenizer`). Offsets, only when asked for, are the Rust offsets minus the word id.
+
+Step 3 relies on no special token matching inside the joined text: true when each special
+token starts with ASCII punctuation that jieba always cuts alone ("[CLS]", "<s>"). For other
+special tokens the words go to the backend pre-tokenized (slower, same results).
 
 Not handled: special-token strings typed into raw text ("[MASK]") are segmented like other
 text, since jieba splits them; masking for pre-training works on ids.
@@ -21,22 +30,29 @@ text, since jieba splits them; masking for pre-training works on ids.
 from __future__ import annotations
 
 import re
+import string
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
 import tokenizers
-from tokenizers import decoders, models
+from tokenizers import decoders, models, pre_tokenizers
 
 from nlp._common import ConfigError
 from nlp.tokenizer._files import check_dir, read_json
-from nlp.tokenizer._fold import fold_table
+from nlp.tokenizer._fold import fold_batch, fold_table
 from nlp.tokenizer.base import SPECIAL_TOKEN_NAMES, VERY_LARGE_INTEGER, Tokenizer
 from nlp.tokenizer.segmenter import JiebaSegmenter
 
 __all__ = ["HybridTokenizer"]
 
 _SPACE_NEXT_TO_NON_ASCII = re.compile(r" (?=[^\x00-\x7f])|(?<=[^\x00-\x7f]) ")
+# Folded whitespace on the joined-text path: jieba cuts NUL as a word of its own (like a space),
+# and no text holds a NUL after folding (controls fold to whitespace).
+_GAP = "\x00"
+# ASCII punctuation that both jieba backends always cut as a one-character word (their "han"
+# character class, which words are made of, also holds letters, digits and "+#&._%-").
+_CUT_ALONE = frozenset(string.punctuation) - frozenset("+#&._%-")
 
 
 class HybridTokenizer(Tokenizer):
@@ -81,7 +97,8 @@ class HybridTokenizer(Tokenizer):
         if type(backend.model).__name__ != "BPE":
             raise ConfigError(f"a HybridTokenizer needs a BPE model, got {type(backend.model).__name__}")
         backend.normalizer = None
-        backend.pre_tokenizer = None
+        # The words arrive space-separated (or pre-tokenized); whitespace makes no token.
+        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
         backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)
         self.do_lower_case = bool(do_lower_case)
         self.fold_width = bool(fold_width)
@@ -91,6 +108,8 @@ class HybridTokenizer(Tokenizer):
         )
         self.stats: Counter = Counter()
         super().__init__(backend, model_max_length=model_max_length, **special_tokens)
+        added = [t.content for t in backend.get_added_tokens_decoder().values()]
+        self._joined_ok = all(t[:1] in _CUT_ALONE and not any(c.isspace() for c in t) for t in added)
 
     # ---- segmentation ------------------------------------------------------------------
     def add_word(self, word: str) -> None:
@@ -114,6 +133,11 @@ class HybridTokenizer(Tokenizer):
             all_starts.append(starts)
         return all_words, all_starts
 
+    def _joined(self, texts: list[str]) -> list[str]:
+        """Each text folded and cut, its non-space words joined by one space (step 3)."""
+        folded = fold_batch(texts, self.do_lower_case, self.fold_width, space=_GAP)
+        return self.segmenter.cut_spaced(folded, drop=_GAP)
+
     def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens):
         if is_split_into_words:
             fold = self._fold
@@ -124,6 +148,15 @@ class HybridTokenizer(Tokenizer):
             return self._backend.encode_batch(
                 inputs, is_pretokenized=True, add_special_tokens=add_special_tokens
             ), None
+        if not self._joined_ok:
+            return self._encode_words(firsts, seconds, add_special_tokens)
+        a = self._joined(firsts)
+        inputs = a if seconds is None else list(zip(a, self._joined(seconds)))
+        encodings = self._backend.encode_batch(inputs, add_special_tokens=add_special_tokens)
+        return encodings, _unshift_offsets
+
+    def _encode_words(self, firsts, seconds, add_special_tokens):
+        """Words handed over pre-tokenized; for special tokens that could match joined text."""
         words_a, starts_a = self.segment(firsts)
         if seconds is None:
             inputs, starts_b = words_a, None
@@ -217,3 +250,9 @@ class HybridTokenizer(Tokenizer):
             "hmm": self.segmenter.hmm,
             "user_words": list(self.segmenter.user_words),
         }
+
+
+def _unshift_offsets(enc: tokenizers.Encoding, sample: int) -> list[tuple[int, int]]:
+    """Offsets in the joined text -> offsets in the original: word k sits k spaces further right
+    (for either text of a pair: each side numbers its own words from 0)."""
+    return [(s - w, e - w) if w is not None else (0, 0) for (s, e), w in zip(enc.offsets, enc.word_ids)]

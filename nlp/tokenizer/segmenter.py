@@ -15,9 +15,10 @@ the input. The hybrid tokenizer relies on that to compute offsets.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from typing import Iterable
+from typing import Callable, Iterable
 
 from nlp._common import ConfigError
 
@@ -101,11 +102,27 @@ class JiebaSegmenter:
         return engine.lcut(text, HMM=self.hmm)
 
     def cut_batch(self, texts: Iterable[str]) -> list[list[str]]:
-        engine = self._engine()
+        cut = self.cutter()
+        return [cut(t) for t in texts]
+
+    def cut_spaced(self, texts: Iterable[str], drop: str | None = None) -> list[str]:
+        """`" ".join(cut(text))` for each text: one space between consecutive words.
+
+        With `drop`, that character is then deleted (the hybrid tokenizer folds whitespace to
+        NUL, which comes back as words of its own, and drops it here). One list comprehension
+        of C calls per text: this is the hybrid tokenizer's hot loop.
+        """
+        cut = self.cutter()
+        if drop is None:
+            return [" ".join(cut(t)) for t in texts]
+        return [" ".join(cut(t)).replace(drop, "") for t in texts]
+
+    def cutter(self) -> Callable[[str], list[str]]:
+        """The engine's cut as a one-argument function (user words added later still apply)."""
+        engine, hmm = self._engine(), self.hmm
         if self.backend == "rjieba":
-            cut, hmm = engine.cut, self.hmm
-            return [cut(t, hmm) for t in texts]
-        return [engine.lcut(t, HMM=self.hmm) for t in texts]
+            return functools.partial(engine.cut, hmm=hmm)
+        return functools.partial(engine.lcut, HMM=hmm)
 
     def __repr__(self) -> str:
         return f"JiebaSegmenter(backend={self.backend!r}, hmm={self.hmm}, user_words={len(self.user_words)})"
