@@ -300,8 +300,9 @@ class Tokenizer:
     ) -> tuple[list[tokenizers.Encoding], Callable[[tokenizers.Encoding, int], list] | None]:
         raise NotImplementedError
 
-    def _after_encode(self, encodings: list[tokenizers.Encoding]) -> None:
-        """Hook for statistics (the hybrid counts [UNK])."""
+    def _after_encode(self, encodings: list[tokenizers.Encoding], ids: list[list[int]] | None) -> None:
+        """Hook for statistics (the hybrid counts [UNK]); `ids`, when given, are each encoding's
+        ids, already built for the output."""
 
     def __call__(
         self,
@@ -342,7 +343,6 @@ class Tokenizer:
                 f"tokenization failed with truncation={truncation!r}, max_length={max_length!r}, "
                 f"stride={stride!r}, padding={padding!r}: {err}"
             ) from err
-        self._after_encode(encodings)
 
         rows: list[tokenizers.Encoding] = []
         row_sample: list[int] = []
@@ -355,6 +355,7 @@ class Tokenizer:
                     row_sample.append(i)
 
         data: dict[str, Any] = {"input_ids": [e.ids for e in rows]}
+        self._after_encode(encodings, None if return_overflowing_tokens else data["input_ids"])
         if return_token_type_ids:
             data["token_type_ids"] = [e.type_ids for e in rows]
         if return_attention_mask:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -53,6 +54,9 @@ _GAP = "\x00"
 # ASCII punctuation that both jieba backends always cut as a one-character word (their "han"
 # character class, which words are made of, also holds letters, digits and "+#&._%-").
 _CUT_ALONE = frozenset(string.punctuation) - frozenset("+#&._%-")
+# Texts per stage of the segment/encode pipeline: big enough that each encode_batch keeps every
+# core busy, small enough that the first stage (not overlapped) is short.
+_PIPELINE_CHUNK = 512
 
 
 class HybridTokenizer(Tokenizer):
@@ -150,9 +154,30 @@ class HybridTokenizer(Tokenizer):
             ), None
         if not self._joined_ok:
             return self._encode_words(firsts, seconds, add_special_tokens)
-        a = self._joined(firsts)
-        inputs = a if seconds is None else list(zip(a, self._joined(seconds)))
-        encodings = self._backend.encode_batch(inputs, add_special_tokens=add_special_tokens)
+        backend = self._backend
+
+        def joined(lo: int, hi: int) -> list:
+            a = self._joined(firsts[lo:hi])
+            return a if seconds is None else list(zip(a, self._joined(seconds[lo:hi])))
+
+        n = len(firsts)
+        pad = backend.padding
+        if n < 2 * _PIPELINE_CHUNK or (pad is not None and pad["length"] is None):
+            # small batch, or padding to the batch's longest row (chunks would pad differently)
+            return backend.encode_batch(joined(0, n), add_special_tokens=add_special_tokens), _unshift_offsets
+        # Pipeline: jieba cuts chunk k+1 here while Rust encodes chunk k on the worker thread
+        # (rjieba and encode_batch both release the GIL), so segmenting costs no wall time
+        # where a core is free. A thread per call, not a pool: nothing alive across a fork.
+        pool = ThreadPoolExecutor(1, thread_name_prefix="hybrid-encode")
+        try:
+            futures = [
+                pool.submit(backend.encode_batch, joined(lo, lo + _PIPELINE_CHUNK),
+                            add_special_tokens=add_special_tokens)
+                for lo in range(0, n, _PIPELINE_CHUNK)
+            ]
+            encodings = [e for f in futures for e in f.result()]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)  # on an error, run no queued chunk
         return encodings, _unshift_offsets
 
     def _encode_words(self, firsts, seconds, add_special_tokens):
@@ -181,14 +206,12 @@ class HybridTokenizer(Tokenizer):
 
         return encodings, map_offsets
 
-    def _after_encode(self, encodings: list[tokenizers.Encoding]) -> None:
+    def _after_encode(self, encodings: list[tokenizers.Encoding], ids: list[list[int]] | None) -> None:
         unk = self.unk_token_id
-        n_tok = n_unk = 0
-        for e in encodings:
-            ids = e.ids
-            n_unk += ids.count(unk)
-            n_tok += len(ids)
-            n_tok -= sum(e.special_tokens_mask)
+        if ids is None:
+            ids = [e.ids for e in encodings]
+        n_unk = sum(row.count(unk) for row in ids)
+        n_tok = sum(map(len, ids)) - sum(sum(e.special_tokens_mask) for e in encodings)
         self.stats["rows"] += len(encodings)
         self.stats["tokens"] += n_tok
         self.stats["unk"] += n_unk

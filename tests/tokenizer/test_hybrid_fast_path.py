@@ -63,6 +63,20 @@ def test_pairs_truncation_overflow_same(hybrid_tok, monkeypatch, reviews):
     _assert_same(fast, ref)
 
 
+@pytest.mark.parametrize("padding", [False, "max_length", True])
+def test_pipelined_chunks_same_as_one_call(hybrid_tok, monkeypatch, reviews, padding):
+    from nlp.tokenizer import hybrid
+
+    a, b = reviews[:150] + ODD, reviews[150:300] + ODD
+    kw = dict(truncation=True, max_length=24, stride=2, return_overflowing_tokens=True,
+              return_offsets_mapping=True, padding=padding)
+    whole = hybrid_tok(a, b, **kw)
+    monkeypatch.setattr(hybrid, "_PIPELINE_CHUNK", 7)  # 23 chunks through the worker thread
+    _assert_same(hybrid_tok(a, b, **kw), whole)
+    with pytest.raises(Exception, match="surrogate"):
+        hybrid_tok(a[:50] + ["\ud800"] + a[50:])
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30), min_size=1, max_size=4))
 def test_any_unicode_same_as_pretokenized_words(hybrid_tok, monkeypatch, texts):
