@@ -19,6 +19,9 @@ Pipeline for a batch of texts:
 5. the Rust side adds [CLS]/[SEP], truncates, strides, pads (shared with WordPiece via
    `Tokenizer`). Offsets, only when asked for, are the Rust offsets minus the word id.
 
+Big batches run steps 1-3 of chunk k+1 while Rust encodes chunk k on a worker thread (rjieba
+and `encode_batch` release the GIL), so where a core is free, segmentation adds no wall time.
+
 Step 3 relies on no special token matching inside the joined text: true when each special
 token starts with ASCII punctuation that jieba always cuts alone ("[CLS]", "<s>"). For other
 special tokens the words go to the backend pre-tokenized (slower, same results).

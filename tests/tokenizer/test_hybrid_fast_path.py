@@ -122,3 +122,14 @@ def test_special_tokens_that_could_match_joined_text_use_the_word_path():
             assert text[s:e] == t.removeprefix("##")
     plain = HybridTokenizer(vocab | {"[UNK]": len(vocab)}, [], do_lower_case=False)
     assert plain._joined_ok
+
+
+def test_python_jieba_backend_same_as_rjieba(hybrid_tok, reviews, peoples_daily):
+    pytest.importorskip("rjieba")
+    import tokenizers
+
+    backend = tokenizers.Tokenizer.from_str(hybrid_tok.backend_tokenizer.to_str())
+    slow = HybridTokenizer(backend=backend, user_words=["飞桨"], segmenter_backend="jieba")
+    assert slow.segmenter.backend == "jieba" and hybrid_tok.segmenter.backend == "rjieba"
+    texts = reviews[::40] + peoples_daily[::40] + ODD
+    _assert_same(slow(texts, return_offsets_mapping=True), hybrid_tok(texts, return_offsets_mapping=True))
