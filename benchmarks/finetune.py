@@ -8,7 +8,8 @@ Same everything but the engine, in one process:
   same features (nlp.tasks' preprocessing; the engines are compared, not the tokenizers);
 - the same initial weights: the recipe's randomly initialised model is saved once and loaded by
   both sides (ours: model.name=DIR; transformers: ErnieForSequenceClassification.from_pretrained);
-- the same data, epochs, batch size, optimiser (AdamW, lr, weight decay, betas, eps, clipping),
+- the same data, epochs, batch size, optimiser (torch's fused AdamW, lr, weight decay on weights
+  only, betas, eps, clipping),
   linear schedule with the same warmup, fp32 on CPU; evaluation and a checkpoint once per epoch
   and the best model kept, on both sides;
 - transformers with dynamic padding (our collator: a pure padding function) and
@@ -127,6 +128,7 @@ def main() -> int:
             lr_scheduler_type=s.schedule.name, warmup_steps=s.schedule.warmup_ratio, seed=s.seed,  # a float: a ratio
             eval_strategy="epoch", save_strategy="epoch", save_total_limit=s.checkpoint.keep_last + 1,
             load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
+            optim="adamw_torch_fused",  # what our optim.impl=auto uses on CPU (and transformers' default)
             train_sampling_strategy="group_by_length", use_cpu=True, report_to="none",
             logging_steps=s.log.every_steps, disable_tqdm=True, dataloader_num_workers=0,
         )

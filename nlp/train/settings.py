@@ -48,8 +48,8 @@ class OptimSettings:
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     max_grad_norm: float | None = 1.0  # gradient clipping; None turns it off
-    # fused: one kernel for all parameters (CUDA); foreach: batched ops (fast on CPU);
-    # auto picks fused on CUDA and foreach elsewhere.
+    # fused: one kernel per parameter (CUDA, CPU; the fastest); foreach: batched ops;
+    # auto picks fused where torch has the kernel for the parameters' device, else foreach.
     impl: Literal["auto", "fused", "foreach", "for_loop"] = "auto"
 
     def _check(self) -> list[str]:
