@@ -43,10 +43,11 @@ _ALIASES = (("cls.predictions.decoder.bias", "cls.predictions.bias"),)
 
 @dataclass
 class EncoderOutput:
-    """`last_hidden_state` (B, T, H); `pooler_output` (B, H), or (S, H) for packed input with
-    S sequences in row-major order (one row per sequence, like the packing collator's labels)."""
+    """`last_hidden_state` (B, T, H), None when the model ran with `pooled_only=True`;
+    `pooler_output` (B, H), or (S, H) for packed input with S sequences in row-major order (one
+    row per sequence, like the packing collator's labels)."""
 
-    last_hidden_state: torch.Tensor
+    last_hidden_state: torch.Tensor | None
     pooler_output: torch.Tensor | None = None
 
 

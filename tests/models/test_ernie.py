@@ -122,6 +122,51 @@ def test_padded_rows_equal_unpadded():
     torch.testing.assert_close(out[1, :5], alone[0], atol=1e-5, rtol=1e-5)
 
 
+def _packed_batch():
+    """Two packed rows (sequences of 5+3+4 and 7+2 tokens, width 13) and their pack ids."""
+    g = torch.Generator().manual_seed(4)
+    pack = torch.tensor([[1] * 5 + [2] * 3 + [3] * 4 + [0], [1] * 7 + [2] * 2 + [0] * 4])
+    ids = torch.randint(1, 101, pack.shape, generator=g) * pack.gt(0)
+    return ids, pack
+
+
+@pytest.mark.parametrize("name", ["ernie-3.0-nano-zh", "ernie-1.0-base-zh", "bert-base-chinese"])
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_pooled_only_equals_full_last_layer(name, checkpointing):
+    """pooled_only computes the last layer at the [CLS] positions only: same pooled output and
+    same gradients as the full model, padded and packed, with and without checkpointing."""
+    torch.manual_seed(5)
+    config = tiny(name, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = ErnieModel(config).train()
+    if checkpointing:
+        model.gradient_checkpointing_enable()
+    padded = batch_for(config, B=3, T=11)
+    ids, pack = _packed_batch()
+    for batch in (padded, {"input_ids": ids, "pack_ids": pack}):
+        outs, grads = [], []
+        for pooled_only in (False, True):
+            model.zero_grad()
+            out = model(**batch, pooled_only=pooled_only)
+            assert (out.last_hidden_state is None) == pooled_only
+            (out.pooler_output * torch.linspace(-1, 1, config.hidden_size)).sum().backward()
+            outs.append(out.pooler_output.detach())
+            grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        torch.testing.assert_close(outs[1], outs[0], atol=1e-6, rtol=1e-5)
+        assert grads[0].keys() == grads[1].keys()
+        for n in grads[0]:
+            torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-4, msg=n)
+
+
+def test_pooled_only_with_attention_dropout_trains_and_needs_a_pooler():
+    config = tiny("ernie-3.0-nano-zh", attention_probs_dropout_prob=0.1)
+    model = ErnieModel(config).train()
+    out = model(**batch_for(config), pooled_only=True)
+    out.pooler_output.sum().backward()
+    assert out.pooler_output.shape == (2, 32) and model.layers[-1].ffn_in.weight.grad is not None
+    with pytest.raises(ValueError, match="pooler"):
+        ErnieModel(config, add_pooling_layer=False)(**batch_for(config), pooled_only=True)
+
+
 @pytest.mark.parametrize("dropout", [0.0, 0.1])
 def test_checkpointed_grads_equal_plain(dropout):
     config = tiny("ernie-3.0-mini-zh", hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
