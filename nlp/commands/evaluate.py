@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--max-length", type=int, default=None, help="default: the run's data.max_length, else 128 (QA 384)")
     p.add_argument("--doc-stride", type=int, default=128, help="QA window overlap")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="default: the run's evaluation batch size, else 64")
     p.add_argument("--max-samples", type=int, default=None, help="score only the first N examples")
     p.set_defaults(func=run)
 

@@ -37,6 +37,17 @@ def default_preprocess(outputs: Any, batch: Mapping[str, torch.Tensor]) -> torch
     return outputs.logits
 
 
+def _example_lengths(dataset: Sequence[Any]) -> list[int] | None:
+    """Token counts of tokenized examples; None for anything else (then dataset order is kept)."""
+    lengths = []
+    for example in dataset:
+        ids = example.get("input_ids") if isinstance(example, Mapping) else None
+        if ids is None:
+            return None
+        lengths.append(len(ids))
+    return lengths
+
+
 def _rows(value: Any) -> list[Any]:
     """Split a (B, ...) tensor, or a tuple of them, into B numpy rows."""
     if isinstance(value, (tuple, list)):
@@ -60,9 +71,11 @@ def predict_loop(
     num_workers: int = 0,
 ) -> tuple[EvalPrediction, float | None]:
     """Run the model over `dataset`; return the predictions and the mean loss (None when the
-    model gives none)."""
+    model gives none). Tokenized examples (mappings with `input_ids`) are batched longest first,
+    so that a batch holds similar lengths (little padding); predictions come back in dataset order."""
     world, rank = accelerator.num_processes, accelerator.process_index
-    sampler = SequentialShardSampler(len(dataset), batch_size, num_replicas=world, rank=rank)
+    sampler = SequentialShardSampler(len(dataset), batch_size, num_replicas=world, rank=rank,
+                                     lengths=_example_lengths(dataset))
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_sampler=sampler,

@@ -26,14 +26,20 @@ def _run_recipe(model_dir: Path) -> dict[str, Any]:
 
 
 def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
-                 max_length: int | None = None, doc_stride: int = 128, batch_size: int = 64,
+                 max_length: int | None = None, doc_stride: int = 128, batch_size: int | None = None,
                  max_samples: int | None = None) -> dict[str, Any]:
-    """Metrics of a run's (or model directory's) model on a named dataset split or a file."""
+    """Metrics of a run's (or model directory's) model on a named dataset split or a file.
+
+    `batch_size` defaults to the run's evaluation batch size (so that a run's own dev/test scores
+    come out exactly as in its results.json), else 64."""
     from nlp.tasks.registry import get_task
 
     model_dir = find_model_dir(model)
     spec = get_task(task or task_of_model(model_dir))
-    trained = _run_recipe(model_dir).get("data", {})
+    run_recipe = _run_recipe(model_dir)
+    trained = run_recipe.get("data", {})
+    train_data = (run_recipe.get("train") or {}).get("data") or {}
+    batch_size = batch_size or train_data.get("eval_batch_size") or 2 * (train_data.get("batch_size") or 32)
     max_length = max_length or trained.get("max_length") or (384 if spec.name == "question-answering" else 128)
     net = spec.head.from_pretrained(model_dir).eval()
     cfg = net.config

@@ -15,6 +15,7 @@ import _toy  # noqa: E402
 from nlp._common import ConfigError  # noqa: E402
 from nlp.train import Trainer, TrainingError, TrainingInterrupted  # noqa: E402
 from nlp.train import checkpoint as ckpt_mod  # noqa: E402
+from nlp.train.sampling import SequentialShardSampler  # noqa: E402
 
 
 def params(trainer):
@@ -200,6 +201,32 @@ def test_evaluate_and_predict_keep_dataset_order(tmp_path):
     torch.testing.assert_close(torch.from_numpy(pred.predictions[4]), direct)
     metrics = trainer.evaluate(data)
     assert set(metrics) == {"loss", "accuracy"}
+
+
+def test_evaluation_batches_examples_of_similar_length(tmp_path):
+    """Eval batches are formed longest first (little padding), predictions stay in dataset order."""
+    trainer = _toy.make_trainer(tmp_path / "a", data__eval_batch_size=4)
+    data = _toy.make_dataset(20, seed=5)
+    seen = []
+    original = trainer.eval_collate_fn
+    trainer.eval_collate_fn = lambda feats: (seen.append([len(f["input_ids"]) for f in feats]), original(feats))[1]
+    pred = trainer.predict(data)
+    flat = [n for batch in seen for n in batch]
+    assert flat == sorted((len(ex["input_ids"]) for ex in data), reverse=True)
+    assert [int(lab) for lab in pred.label_ids] == [ex["labels"] for ex in data]
+    model = trainer.model.eval()
+    with torch.no_grad():
+        for i in (0, 7, 19):
+            direct = model(**_toy.collate(data[i:i + 1])).logits[0]
+            torch.testing.assert_close(torch.from_numpy(pred.predictions[i]), direct)
+
+
+def test_sequential_shard_sampler_with_lengths_covers_every_example_once():
+    lengths = [3, 9, 9, 1, 5, 7, 2]
+    shards = [list(SequentialShardSampler(7, 2, num_replicas=2, rank=r, lengths=lengths)) for r in (0, 1)]
+    assert shards[0] == [[2, 4], [0, 6]] and shards[1] == [[1, 5], [3]]
+    with pytest.raises(ValueError, match="6 lengths for 7 examples"):
+        SequentialShardSampler(7, 2, lengths=lengths[:6])
 
 
 def test_bad_engine_inputs_are_clear(tmp_path):
