@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="test", help="split of a named dataset (default: test)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--max-length", type=int, default=None, help="default: the run's data.max_length, else 128 (QA 384)")
-    p.add_argument("--doc-stride", type=int, default=128, help="QA window overlap")
+    p.add_argument("--doc-stride", type=int, default=None, help="QA window overlap (default: the run's data.doc_stride, else 128)")
+    p.add_argument("--max-answer-length", type=int, default=None,
+                   help="QA: longest answer span in tokens (default: the run's data.max_answer_length, else 30)")
     p.add_argument("--batch-size", type=int, default=None,
                    help="default: the run's evaluation batch size, else 64")
     p.add_argument("--max-samples", type=int, default=None, help="score only the first N examples")
@@ -35,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from nlp.train.inference import evaluate_dir
 
     scores = evaluate_dir(args.model, args.data, split=args.split, task=args.task, max_length=args.max_length,
-                          doc_stride=args.doc_stride, batch_size=args.batch_size, max_samples=args.max_samples)
+                          doc_stride=args.doc_stride, max_answer_length=args.max_answer_length,
+                          batch_size=args.batch_size, max_samples=args.max_samples)
     print(json.dumps(scores, ensure_ascii=False))
     return 0

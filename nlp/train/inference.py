@@ -26,12 +26,14 @@ def _run_recipe(model_dir: Path) -> dict[str, Any]:
 
 
 def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
-                 max_length: int | None = None, doc_stride: int = 128, batch_size: int | None = None,
+                 max_length: int | None = None, doc_stride: int | None = None,
+                 max_answer_length: int | None = None, batch_size: int | None = None,
                  max_samples: int | None = None) -> dict[str, Any]:
     """Metrics of a run's (or model directory's) model on a named dataset split or a file.
 
-    `batch_size` defaults to the run's evaluation batch size (so that a run's own dev/test scores
-    come out exactly as in its results.json), else 64."""
+    Settings left out (`max_length`, `doc_stride`, `max_answer_length`, `batch_size`) default to
+    the run's own (so that a run's dev/test scores come out exactly as in its results.json), else
+    to the library defaults."""
     from nlp.tasks.registry import get_task
 
     model_dir = find_model_dir(model)
@@ -41,6 +43,8 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
     train_data = (run_recipe.get("train") or {}).get("data") or {}
     batch_size = batch_size or train_data.get("eval_batch_size") or 2 * (train_data.get("batch_size") or 32)
     max_length = max_length or trained.get("max_length") or (384 if spec.name == "question-answering" else 128)
+    doc_stride = doc_stride or trained.get("doc_stride") or 128
+    max_answer_length = max_answer_length or trained.get("max_answer_length") or DataSection.max_answer_length
     net = spec.head.from_pretrained(model_dir).eval()
     cfg = net.config
     labels = ([cfg.id2label[i] for i in sorted(cfg.id2label)]
@@ -49,6 +53,7 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
     section = DataSection(dataset=None if is_file else data, files={split: data} if is_file else {},
                           label_names=labels, train_split=split, dev_split=None, test_split=None,
                           max_length=max_length, doc_stride=min(doc_stride, max_length - 1),
+                          max_answer_length=max_answer_length,
                           max_train_samples=max_samples, reader=dict(trained.get("reader") or {}))
     recipe = Recipe(task=TaskSection(spec.name), data=section)
     errors = [e for e in check_recipe(recipe) if not e.startswith(("model", "tokenizer"))]
