@@ -273,3 +273,55 @@ def test_backbone_checkpoint_loads_into_heads_with_new_weights_named(tmp_path, c
     assert model.use_crf
     for key in ("classifier.weight", "crf.transitions", "crf.start_transitions", "crf.end_transitions"):
         assert key in caplog.text
+
+
+# ------------------------------------------------------------------------------- constrained decoding
+def test_allowed_transitions_of_bio_and_bioes():
+    from nlp.tasks.ner.tags import allowed_transitions
+
+    names = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    follows, start, end = allowed_transitions(names)
+    ok = {(names[i], names[j]) for i in range(5) for j in range(5) if follows[i][j]}
+    assert ("O", "I-LOC") not in ok and ("B-PER", "I-LOC") not in ok and ("I-PER", "I-LOC") not in ok
+    assert {("B-LOC", "I-LOC"), ("I-LOC", "I-LOC"), ("O", "B-PER"), ("I-LOC", "O"), ("B-LOC", "B-LOC")} <= ok
+    assert start == [True, True, False, True, False] and all(end)
+
+    names = ["O", "B-X", "I-X", "E-X", "S-X"]
+    follows, start, end = allowed_transitions(names)
+    ok = {(names[i], names[j]) for i in range(5) for j in range(5) if follows[i][j]}
+    assert ok == {("O", "O"), ("O", "B-X"), ("O", "S-X"), ("E-X", "O"), ("E-X", "B-X"), ("E-X", "S-X"),
+                  ("S-X", "O"), ("S-X", "B-X"), ("S-X", "S-X"), ("B-X", "I-X"), ("B-X", "E-X"),
+                  ("I-X", "I-X"), ("I-X", "E-X")}
+    assert start == [True, True, False, False, True] and end == [True, False, False, True, True]
+    # not a tag scheme: no constraints (plain argmax)
+    assert allowed_transitions(["NOUN", "VERB"]) is None and allowed_transitions(["O", "B"]) is None
+
+
+def _valid_bio(tags):
+    return all(not t.startswith("I-") or (p in ("B-" + t[2:], t)) for p, t in zip(["O", *tags], tags))
+
+
+def test_constrained_decoding_is_the_best_well_formed_path():
+    """Without a CRF, decode() gives the most probable BIO-valid path (brute force over all
+    paths), which plain argmax is not; constrained=False and non-scheme labels give argmax."""
+    names = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    config = ErnieConfig.from_dict(TINY["bert"], num_labels=5, id2label=dict(enumerate(names)))
+    model = ErnieForTokenClassification(config).eval()
+    torch.manual_seed(8)
+    logits = torch.randn(6, 5, 5) * 2
+    logits[0, 1] = torch.tensor([0.0, 0, 5, 0, 0])  # argmax: I-LOC right after a gap
+    mask = torch.ones(6, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    mask[2, 0] = False
+    logp = torch.log_softmax(logits, -1)
+    decoded = model.decode(logits, mask)
+    argmax = model.decode(logits, mask, constrained=False)
+    assert argmax == [row[m].tolist() for row, m in zip(logits.argmax(-1), mask)]
+    assert decoded != argmax
+    for b in range(6):
+        sel = logp[b][mask[b]]
+        valid = [p for p in itertools.product(range(5), repeat=len(sel)) if _valid_bio([names[i] for i in p])]
+        best = max(valid, key=lambda p: sum(sel[t, p[t]].item() for t in range(len(p))))
+        assert decoded[b] == list(best)
+    plain = ErnieForTokenClassification(ErnieConfig.from_dict(TINY["bert"], num_labels=5)).eval()  # LABEL_0..
+    assert plain.decode(logits, mask) == argmax

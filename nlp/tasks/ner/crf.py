@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["LinearChainCRF", "compact"]
+__all__ = ["LinearChainCRF", "compact", "viterbi"]
 
 
 def compact(emissions: torch.Tensor, mask: torch.Tensor, tags: torch.Tensor | None = None):
@@ -85,29 +85,41 @@ class LinearChainCRF(nn.Module):
     @torch.no_grad()
     def viterbi_decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
         """The best tag sequence of each row, one tag per selected position (in order)."""
-        em, _, m = compact(emissions.float(), mask.bool())
-        B, T, _ = em.shape
-        lengths = m.sum(1).tolist()
-        if T == 0:
-            return [[] for _ in range(B)]
-        score = self.start_transitions + em[:, 0]  # (B, L)
-        history = []
-        for t in range(1, T):
-            total = score[:, :, None] + self.transitions[None]  # (B, L_prev, L_next)
-            best, idx = total.max(dim=1)  # (B, L)
-            history.append(idx)
-            score = torch.where(m[:, t, None], best + em[:, t], score)
-        score = score + self.end_transitions
-        out = []
-        for b in range(B):
-            n = lengths[b]
-            if n == 0:
-                out.append([])
-                continue
-            tag = int(score[b].argmax())
-            path = [tag]
-            for t in range(n - 1, 0, -1):
-                tag = int(history[t - 1][b, tag])
-                path.append(tag)
-            out.append(path[::-1])
-        return out
+        return viterbi(emissions, mask, self.transitions, self.start_transitions, self.end_transitions)
+
+
+@torch.no_grad()
+def viterbi(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor,
+            start: torch.Tensor, end: torch.Tensor) -> list[list[int]]:
+    """The highest-scoring tag path of each row over its selected positions (in order):
+    score = start[first] + sum of emissions + sum of transitions[prev, next] + end[last].
+
+    emissions (B, T, L); mask (B, T) bool; transitions (L, L); start, end (L,). A transition of
+    -inf (or a large negative number) forbids it, which is how constrained decoding uses this."""
+    em, _, m = compact(emissions.float(), mask.bool())
+    B, T, _ = em.shape
+    lengths = m.sum(1).tolist()
+    if T == 0:
+        return [[] for _ in range(B)]
+    transitions, start, end = transitions.float(), start.float(), end.float()
+    score = start + em[:, 0]  # (B, L)
+    history = []
+    for t in range(1, T):
+        total = score[:, :, None] + transitions[None]  # (B, L_prev, L_next)
+        best, idx = total.max(dim=1)  # (B, L)
+        history.append(idx)
+        score = torch.where(m[:, t, None], best + em[:, t], score)
+    score = score + end
+    out = []
+    for b in range(B):
+        n = lengths[b]
+        if n == 0:
+            out.append([])
+            continue
+        tag = int(score[b].argmax())
+        path = [tag]
+        for t in range(n - 1, 0, -1):
+            tag = int(history[t - 1][b, tag])
+            path.append(tag)
+        out.append(path[::-1])
+    return out

@@ -7,7 +7,7 @@ With `use_crf=True` in the config (an extra config.json key, kept on round trips
 are the CRF's emissions and the loss is the CRF negative log-likelihood over the positions
 whose label is not -100, taken in order as one chain (see nlp/tasks/ner/crf.py for the saved
 `crf.*` keys). Decode with `model.decode(logits, mask)`, which runs Viterbi with the CRF and
-argmax without it, over the positions of `mask` (the same positions that carry labels in
+a well-formed-tag Viterbi (or plain argmax) without it, over the positions of `mask` (the same positions that carry labels in
 training: first sub-tokens of words, no special tokens). Packed rows (`pack_ids`) work without
 the CRF; with it they are refused (a chain would run across the sequences of a row).
 """
@@ -22,7 +22,8 @@ from torch import nn
 
 from nlp._common import DataError
 from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
-from nlp.tasks.ner.crf import LinearChainCRF
+from nlp.tasks.ner.crf import LinearChainCRF, viterbi
+from nlp.tasks.ner.tags import allowed_transitions
 
 __all__ = ["ErnieForTokenClassification", "TokenClassifierOutput"]
 
@@ -85,10 +86,29 @@ class ErnieForTokenClassification(PreTrainedEncoder):
         return TokenClassifierOutput(loss=loss, logits=logits)
 
     @torch.no_grad()
-    def decode(self, logits: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
-        """Tag ids for the positions where `mask` is True, per row, in order (Viterbi with a CRF)."""
+    def decode(self, logits: torch.Tensor, mask: torch.Tensor, *, constrained: bool = True) -> list[list[int]]:
+        """Tag ids for the positions where `mask` is True, per row, in order.
+
+        With a CRF: its Viterbi path. Without: with `constrained` (the default) and a BIO/BIOES
+        label set (`config.id2label`), the most probable tag sequence that is well formed (no
+        `I-X` after `O` or after another type; BIOES entities closed), i.e. Viterbi over the
+        per-token log-probabilities with forbidden transitions; otherwise the argmax per token.
+        Unconstrained argmax splits an entity wherever one inner token's argmax flips to the
+        wrong prefix, which costs precision most (an `I-X` after `O` counts as a new entity)."""
         mask = mask.bool()
         if self.crf is not None:
             return self.crf.viterbi_decode(logits, mask)
-        best = logits.argmax(-1)  # (B, T)
-        return [row[m].tolist() for row, m in zip(best, mask)]
+        rules = self._transition_rules(logits.device) if constrained else None
+        if rules is None:
+            best = logits.argmax(-1)  # (B, T)
+            return [row[m].tolist() for row, m in zip(best, mask)]
+        return viterbi(F.log_softmax(logits.float(), dim=-1), mask, *rules)
+
+    def _transition_rules(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """(transitions, start, end) scores of the label set's scheme: 0 allowed, -1e4 forbidden."""
+        id2label = self.config.id2label or {}
+        names = [id2label.get(i) for i in range(self.num_labels)]
+        allowed = allowed_transitions(names) if all(isinstance(n, str) for n in names) else None
+        if allowed is None:
+            return None
+        return tuple(torch.tensor(a, device=device).logical_not().float() * -1e4 for a in allowed)

@@ -25,6 +25,7 @@ __all__ = [
     "repair_tags",
     "detect_scheme",
     "label_list",
+    "allowed_transitions",
 ]
 
 SCHEMES = ("BIO", "BIOES")
@@ -169,3 +170,29 @@ def label_list(types: Iterable[str], scheme: str = "BIO") -> list[str]:
 def _check_scheme(scheme: str) -> None:
     if scheme not in SCHEMES:
         raise DataError(f"Unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
+
+
+def allowed_transitions(label_names: Sequence[str]) -> tuple[list[list[bool]], list[bool], list[bool]] | None:
+    """Which tag may follow which under the label set's scheme, for constrained decoding.
+
+    Returns ``(follows, start, end)``: ``follows[i][j]`` is True when tag j may come right after
+    tag i, ``start[j]`` when a sentence may begin with j, ``end[i]`` when it may end with i.
+    BIO: an ``I-X`` only after ``B-X`` or ``I-X``. BIOES: after ``B-X``/``I-X`` only ``I-X`` or
+    ``E-X``; ``I-X``/``E-X`` only after ``B-X``/``I-X``; a sentence ends on ``O``, ``E-`` or
+    ``S-``. None when the labels are not a BIO/BIOES tag set (e.g. plain word classes).
+    """
+    tags = [split_tag(t) if t != "O" else ("O", "") for t in label_names]
+    if not tags or any(p not in "OBIES" or (p != "O" and t == "_") for p, t in tags):
+        return None
+    scheme = detect_scheme(label_names)
+    inside = ("I",) if scheme == "BIO" else ("I", "E")  # tags that continue an entity
+
+    def may_follow(prev: tuple[str, str], nxt: tuple[str, str]) -> bool:
+        if nxt[0] in inside:
+            return prev[0] in ("B", "I") and prev[1] == nxt[1]
+        return scheme == "BIO" or prev[0] not in ("B", "I")  # BIOES: B-/I- must be continued
+
+    follows = [[may_follow(a, b) for b in tags] for a in tags]
+    start = [p not in inside for p, _ in tags]
+    end = [scheme == "BIO" or p in ("O", "E", "S") for p, _ in tags]
+    return follows, start, end
