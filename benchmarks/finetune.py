@@ -75,7 +75,8 @@ def main() -> int:
     import transformers
 
     from nlp.tokenizer import DataCollatorWithPadding
-    from nlp.train.finetune import TaskMetrics, build_model, featurize, finetune, load_task_data, _build_tokenizer, local_loaders
+    from nlp.commands.finetune import hub_loaders  # resolves hub names such as ernie-tiny-zh
+    from nlp.train.finetune import TaskMetrics, build_model, featurize, finetune, load_task_data, _build_tokenizer
     from nlp.train.recipe import load_recipe
 
     # 2 epochs, as the recipe: one epoch of 4,000 reviews (125 steps) would compare two runs
@@ -87,9 +88,9 @@ def main() -> int:
 
     # ---- shared set-up (not timed): tokenizer, initial weights, features
     data = load_task_data(base)
-    tok = _build_tokenizer(base, data.splits["train"], local_loaders(), work / "none")
+    tok = _build_tokenizer(base, data.splits["train"], hub_loaders(), work / "none")
     tok.save_pretrained(work / "init")
-    model = build_model(base, tok, data.label_names, local_loaders())
+    model = build_model(base, tok, data.label_names, hub_loaders())
     model.save_pretrained(work / "init")
     n_params = sum(p.numel() for p in model.parameters())
     del model

@@ -6,6 +6,7 @@ finding and downloading one is the hub's job (nlp.hub, glued in nlp.auto).
 
 from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
 from .config import ErnieConfig
+from .dropout import Dropout
 from .ernie import ErnieForMaskedLM, ErnieModel
 from .presets import PRESETS, preset_config
 from ._pdparams import UnsafePickleError, load_pdparams
@@ -18,6 +19,7 @@ __all__ = [
     "ErnieForMaskedLM",
     "EncoderOutput",
     "MaskedLMOutput",
+    "Dropout",
     "PRESETS",
     "preset_config",
     # --- PaddleNLP converter ---

@@ -9,7 +9,9 @@ Chinese BERT/RoBERTa/MacBERT checkpoints by Google and HFL under Apache-2.0.
 Written here from the papers' architecture, not wrapping transformers: one fused QKV projection,
 attention through `scaled_dot_product_attention` (or flash-attn's varlen kernel for packed rows
 on CUDA), packed rows (several sequences per row, block-diagonal attention), per-layer gradient
-checkpointing. The checkpoint-key table at the end maps these names to transformers' on disk.
+checkpointing; dropout masks drawn fast on CPU (nlp.models.dropout), also inside attention when
+attention dropout is on (SDPA's fused CPU kernel has no dropout). The checkpoint-key table at the
+end maps these names to transformers' on disk.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from nlp._common import DataError
 
 from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
 from .config import ErnieConfig
+from .dropout import dropout, residual_dropout
 
 try:  # optional: only used on CUDA for packed rows
     from flash_attn import flash_attn_varlen_func as _flash_varlen
@@ -121,7 +124,7 @@ class ErnieEmbeddings(nn.Module):
         x = x + (self.token_type.weight[0] if token_type_ids is None else self.token_type(token_type_ids))
         if self.task_type is not None:
             x = x + (self.task_type.weight[0] if task_type_ids is None else self.task_type(task_type_ids))
-        return F.dropout(self.norm(x), self.dropout, self.training)
+        return dropout(self.norm(x), self.dropout, self.training)
 
 
 class ErnieLayer(nn.Module):
@@ -155,10 +158,11 @@ class ErnieLayer(nn.Module):
             out[attn.indices] = ctx.reshape(-1, H)
             return out.view(B, T, H)
         q, k, v = qkv.view(B, T, 3, self.num_heads, self.head_dim).unbind(2)  # (B, T, nh, hd)
-        ctx = F.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),  # (B, nh, T, hd)
-            attn_mask=attn.mask, dropout_p=p,
-        )
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, nh, T, hd)
+        if p > 0.0 and x.device.type == "cpu":
+            ctx = _attention_with_dropout(q, k, v, attn.mask, p)
+        else:
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn.mask, dropout_p=p)
         return ctx.transpose(1, 2).reshape(B, T, H)
 
     def forward(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
@@ -190,15 +194,27 @@ class ErnieLayer(nn.Module):
         return ctx.reshape(N, H)
 
 
+def _attention_with_dropout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                            p: float) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d) | mask) with dropout, @ v: what SDPA computes, for CPU training
+    with attention dropout. SDPA's fused CPU kernel has no dropout, so at p > 0 it falls back to
+    its unfused math path, whose `bernoulli_` mask over (B, heads, T, T) costs more than the
+    attention matmuls; this path is the same math with the fast mask of nlp.models.dropout."""
+    scores = torch.matmul(q * (1.0 / math.sqrt(q.shape[-1])), k.transpose(-1, -2))  # (B, nh, T, T)
+    if mask is not None:
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    return torch.matmul(dropout(torch.softmax(scores, dim=-1), p), v)
+
+
 def _residual_linear(linear: nn.Linear, h: torch.Tensor, residual: torch.Tensor, p: float) -> torch.Tensor:
-    """residual + Dropout(linear(h)).
+    """residual + Dropout(linear(h)) (the dropout mask drawn fast on CPU: nlp.models.dropout).
 
     Without dropout, the GEMM accumulates straight into (residual + bias): this saves the
     separate bias broadcast-copy of addmm and the residual add, two full passes over (B, T, H)
     that profile at ~15% of inference time on CPU.
     """
     if p > 0.0:
-        return residual + F.dropout(linear(h), p, True)
+        return residual_dropout(residual, linear(h), p)
     out = residual + linear.bias  # (B, T, H), a fresh tensor the GEMM may write into
     out.view(-1, out.shape[-1]).addmm_(h.reshape(-1, h.shape[-1]), linear.weight.t())
     return out

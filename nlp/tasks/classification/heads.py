@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nlp._common import DataError
-from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
+from nlp.models import Dropout, ErnieConfig, ErnieModel, PreTrainedEncoder
 
 __all__ = ["ErnieForSequenceClassification", "SequenceClassifierOutput"]
 
@@ -85,7 +85,7 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
         self.num_labels = config.num_labels
         self.backbone = ErnieModel(config, add_pooling_layer=True)
         p = config.classifier_dropout
-        self.dropout = nn.Dropout(config.hidden_dropout_prob if p is None else p)
+        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 

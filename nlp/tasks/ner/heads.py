@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nlp._common import DataError
-from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
+from nlp.models import Dropout, ErnieConfig, ErnieModel, PreTrainedEncoder
 from nlp.tasks.ner.crf import LinearChainCRF, viterbi
 from nlp.tasks.ner.tags import allowed_transitions
 
@@ -46,7 +46,7 @@ class ErnieForTokenClassification(PreTrainedEncoder):
         self.num_labels = config.num_labels
         self.backbone = ErnieModel(config, add_pooling_layer=False)
         p = config.classifier_dropout
-        self.dropout = nn.Dropout(config.hidden_dropout_prob if p is None else p)
+        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         use_crf = config.extra.get("use_crf", False)
         if not isinstance(use_crf, bool):
