@@ -242,3 +242,25 @@ def test_task_ids_on_model_without_task_embedding():
     model = ErnieModel(tiny("ernie-3.0-tiny-mini-v2-zh")).eval()
     with pytest.raises(DataError, match="use_task_id=False"):
         model(torch.ones(1, 3, dtype=torch.long), task_type_ids=torch.zeros(1, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("name", ["ernie-3.0-nano-zh", "ernie-1.0-base-zh"])  # GELU, ReLU
+def test_inference_path_with_inplace_activation_equals_autograd_path(name, monkeypatch):
+    """Without autograd on CPU the FFN activation runs in place on the GEMM output
+    (torch._addmm_activation); outputs must equal the autograd path's, pooled_only included."""
+    torch.manual_seed(3)
+    config = tiny(name)
+    assert config.hidden_act in ("gelu", "relu")
+    model = ErnieModel(config).eval()
+    batch = batch_for(config)
+    reference = model(**batch)  # grad enabled, parameters require grad: the plain path
+    calls = []
+    real = torch._addmm_activation
+    monkeypatch.setattr(torch, "_addmm_activation", lambda *a, **k: calls.append(k) or real(*a, **k))
+    with torch.inference_mode():
+        fast = model(**batch)
+        pooled = model(**batch, pooled_only=True).pooler_output
+    assert len(calls) == 2 * config.num_hidden_layers
+    assert all(c["use_gelu"] == (config.hidden_act == "gelu") for c in calls)
+    torch.testing.assert_close(fast.last_hidden_state, reference.last_hidden_state.detach(), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(pooled, reference.pooler_output.detach(), atol=1e-6, rtol=1e-6)
