@@ -3,7 +3,7 @@
     python benchmarks/finetune.py            # recipes/sentiment-reviews.yaml as written
     python benchmarks/finetune.py --quick    # 4,000 training reviews, 500 dev/test, 2 epochs
 
-Same everything but the engine, in one process:
+Same everything but the engine:
 - the same tokenizer (the recipe's: ernie-tiny-zh's, or one trained on the training texts
   before either clock starts) and the same features (nlp.tasks' preprocessing; the engines are
   compared, not the tokenizers);
@@ -16,16 +16,21 @@ Same everything but the engine, in one process:
   and the best model kept, on both sides;
 - transformers with dynamic padding (our collator: a pure padding function) and
   train_sampling_strategy="group_by_length" (transformers 5's name for group_by_length).
-Wall time covers training + the final dev/test evaluation on each side. Peak memory is the
-process's resident set sampled every 20 ms during each side, minus its size when that side
-started (both sides run in one process, so ru_maxrss cannot separate them).
+Each side runs in a fresh process of its own (the set-up is shared through files), so that
+neither inherits the other's heap or caches. Wall time covers data loading, featurizing,
+training and the final dev/test evaluation. Memory: "peak MiB" is the resident set sampled every
+20 ms while the side runs, above its size when the side started (after imports); "max RSS" is the
+child process's whole peak (ru_maxrss), imports included.
 Target (issue 6 section 5): ours >= 1.5x less wall time at equal dev accuracy (within 0.5 points).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import threading
@@ -64,60 +69,70 @@ class PeakRSS:
         return (self.peak - self.start) / 2**20
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="4,000 training reviews, 500 dev/test, 2 epochs")
-    parser.add_argument("--recipe", default=str(ROOT / "recipes" / "sentiment-reviews.yaml"))
-    parser.add_argument("overrides", nargs="*", help="recipe overrides, e.g. train.epochs=1")
-    args = parser.parse_args()
-
-    import torch
-    import transformers
-
-    from nlp.tokenizer import DataCollatorWithPadding
-    from nlp.commands.finetune import hub_loaders  # resolves hub names such as ernie-tiny-zh
-    from nlp.train.finetune import TaskMetrics, build_model, featurize, finetune, load_task_data, _build_tokenizer
-    from nlp.train.recipe import load_recipe
-
+def _recipe_args(args: argparse.Namespace) -> list[str]:
     # 2 epochs, as the recipe: one epoch of 4,000 reviews (125 steps) would compare two runs
     # that have barely started.
     quick = ["data.max_train_samples=4000", "data.max_eval_samples=500", "train.epochs=2"] if args.quick else []
-    work = Path(tempfile.mkdtemp(prefix="bench-finetune-"))
-    base = load_recipe(args.recipe, [*quick, *args.overrides, f"train.output_dir={work / 'unused'}"])
-    torch.manual_seed(base.train.seed)
+    return [*quick, *args.overrides]
 
-    # ---- shared set-up (not timed): tokenizer, initial weights, features
+
+def prepare(args: argparse.Namespace, work: Path) -> None:
+    """Shared set-up, before either clock starts: the tokenizer and initial weights in work/init."""
+    import torch
+
+    from nlp.commands.finetune import hub_loaders  # resolves hub names such as ernie-tiny-zh
+    from nlp.train.finetune import _build_tokenizer, build_model, load_task_data
+    from nlp.train.recipe import load_recipe
+
+    base = load_recipe(args.recipe, [*_recipe_args(args), f"train.output_dir={work / 'unused'}"])
+    torch.manual_seed(base.train.seed)
     data = load_task_data(base)
     tok = _build_tokenizer(base, data.splits["train"], hub_loaders(), work / "none")
     tok.save_pretrained(work / "init")
     model = build_model(base, tok, data.label_names, hub_loaders())
     model.save_pretrained(work / "init")
-    n_params = sum(p.numel() for p in model.parameters())
-    del model
     s = base.train
     print(f"data: {len(data.splits['train'])} train / {len(data.splits['dev'])} dev / {len(data.splits['test'])} test; "
-          f"model {n_params / 1e6:.2f}M parameters; tokenizer vocab {tok.vocab_size}; {s.epochs:g} epochs, "
-          f"batch {s.data.batch_size}, lr {s.optim.lr}; torch threads {torch.get_num_threads()}")
+          f"model {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters; tokenizer vocab "
+          f"{tok.vocab_size}; {s.epochs:g} epochs, batch {s.data.batch_size}, lr {s.optim.lr}; "
+          f"torch threads {torch.get_num_threads()}", flush=True)
 
-    # ---- ours: the recipe, starting from the saved initial weights
-    ours_recipe = load_recipe(args.recipe, [
-        *quick, *args.overrides, f"model.name={work / 'init'}", "model.preset=null", "model.init=pretrained",
+
+def run_ours(args: argparse.Namespace, work: Path) -> dict:
+    """The recipe through nlp.train, starting from the saved initial weights."""
+    from nlp.train.finetune import finetune
+    from nlp.train.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe, [
+        *_recipe_args(args), f"model.name={work / 'init'}", "model.preset=null", "model.init=pretrained",
         "model.config={}", f"tokenizer.name={work / 'init'}", "tokenizer.train=null",
         f"train.output_dir={work / 'ours'}", "train.eval.every_steps=null", "train.log.progress_bar=false",
         "train.log.tensorboard=false", "train.log.plots=false",
     ])
-    with PeakRSS() as mem_ours:
+    with PeakRSS() as mem:
         t0 = time.perf_counter()
-        ours = finetune(ours_recipe)
-        wall_ours = time.perf_counter() - t0
+        result = finetune(recipe)
+        wall = time.perf_counter() - t0
+    return {"wall": wall, "dev": result.dev["accuracy"], "test": result.test["accuracy"], "mem": mem.mib}
 
-    # ---- transformers: Trainer with dynamic padding and group_by_length, same everything
-    with PeakRSS() as mem_hf:
+
+def run_transformers(args: argparse.Namespace, work: Path) -> dict:
+    """transformers' Trainer with dynamic padding and group_by_length, same everything."""
+    import transformers
+
+    from nlp.tokenizer import DataCollatorWithPadding, load_tokenizer
+    from nlp.train.finetune import featurize, load_task_data
+    from nlp.train.recipe import load_recipe
+
+    base = load_recipe(args.recipe, [*_recipe_args(args), f"train.output_dir={work / 'unused'}"])
+    s = base.train
+    with PeakRSS() as mem:
         t0 = time.perf_counter()
+        data = load_task_data(base)
+        tok = load_tokenizer(work / "init")
         feats = {role: featurize(base, ds, tok, data.label_names) for role, ds in data.splits.items()}
         hf_model = transformers.ErnieForSequenceClassification.from_pretrained(work / "init")
         collate = DataCollatorWithPadding(pad_token_id=tok.pad_token_id)
-        metrics = TaskMetrics(base.task.name, data.label_names, hf_model, base)
 
         def compute(pred):
             logits, labels = pred.predictions, pred.label_ids
@@ -138,20 +153,51 @@ def main() -> int:
         hf = transformers.Trainer(model=hf_model, args=targs, train_dataset=feats["train"],
                                   eval_dataset=feats["dev"], data_collator=collate, compute_metrics=compute)
         hf.train()
-        hf_dev = hf.evaluate(feats["dev"])["eval_accuracy"]
-        hf_test = hf.evaluate(feats["test"])["eval_accuracy"]
-        wall_hf = time.perf_counter() - t0
-    del metrics
+        dev = hf.evaluate(feats["dev"])["eval_accuracy"]
+        test = hf.evaluate(feats["test"])["eval_accuracy"]
+        wall = time.perf_counter() - t0
+    return {"wall": wall, "dev": dev, "test": test, "mem": mem.mib}
 
-    ours_dev, ours_test = ours.dev["accuracy"], ours.test["accuracy"]
+
+SIDES = {"ours": run_ours, "transformers": run_transformers}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="4,000 training reviews, 500 dev/test, 2 epochs")
+    parser.add_argument("--recipe", default=str(ROOT / "recipes" / "sentiment-reviews.yaml"))
+    parser.add_argument("--side", choices=sorted(SIDES), help=argparse.SUPPRESS)  # internal: one side, in a child
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("overrides", nargs="*", help="recipe overrides, e.g. train.epochs=1")
+    args = parser.parse_args()
+
+    if args.side:  # a child process: run one side, print its figures as the last line
+        result = SIDES[args.side](args, args.work)
+        result["max_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB
+        print(json.dumps(result))
+        return 0
+
+    work = Path(tempfile.mkdtemp(prefix="bench-finetune-"))
+    prepare(args, work)
+    results = {}
+    for side in ("ours", "transformers"):
+        cmd = [sys.executable, __file__, "--side", side, "--work", str(work), "--recipe", args.recipe,
+               *(["--quick"] if args.quick else []), *args.overrides]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr[-4000:])
+            raise SystemExit(f"the {side} side failed (exit {proc.returncode})")
+        results[side] = json.loads(proc.stdout.strip().splitlines()[-1])
+
     print()
-    print(f"{'':14s}{'wall s':>10s}{'dev acc':>10s}{'test acc':>10s}{'peak MiB':>10s}")
-    print(f"{'nlp.train':14s}{wall_ours:10.1f}{100 * ours_dev:10.2f}{100 * ours_test:10.2f}{mem_ours.mib:10.0f}")
-    print(f"{'transformers':14s}{wall_hf:10.1f}{100 * hf_dev:10.2f}{100 * hf_test:10.2f}{mem_hf.mib:10.0f}")
-    speedup = wall_hf / wall_ours
-    gap = 100 * (ours_dev - hf_dev)
-    print(f"\nwall-time ratio transformers / nlp.train: {speedup:.2f}x (target >= 1.5x); "
-          f"dev accuracy difference {gap:+.2f} points (target within 0.5)")
+    print(f"{'':14s}{'wall s':>10s}{'dev acc':>10s}{'test acc':>10s}{'peak MiB':>10s}{'max RSS':>10s}")
+    for side, name in (("ours", "nlp.train"), ("transformers", "transformers")):
+        r = results[side]
+        print(f"{name:14s}{r['wall']:10.1f}{100 * r['dev']:10.2f}{100 * r['test']:10.2f}{r['mem']:10.0f}{r['max_rss']:10.0f}")
+    ours, hf = results["ours"], results["transformers"]
+    print(f"\nwall-time ratio transformers / nlp.train: {hf['wall'] / ours['wall']:.2f}x (target >= 1.5x); "
+          f"dev accuracy difference {100 * (ours['dev'] - hf['dev']):+.2f} points (target within 0.5); "
+          f"peak memory above start {ours['mem']:.0f} vs {hf['mem']:.0f} MiB")
     print("caveat: one run each on a machine shared with other jobs; figures are noisy")
     return 0
 
