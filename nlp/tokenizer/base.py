@@ -234,6 +234,11 @@ class Tokenizer:
         """The underlying `tokenizers.Tokenizer` (same name as transformers')."""
         return self._backend
 
+    def num_special_tokens_to_add(self, pair: bool = False) -> int:
+        """Special tokens added around one sequence ([CLS] x [SEP]: 2) or a pair (3), as transformers'."""
+        processor = self._backend.post_processor
+        return processor.num_special_tokens_to_add(pair) if processor is not None else 0
+
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write tokenizer.json, vocab.txt, special_tokens_map.json and tokenizer_config.json
         (with the subclass's `_config_fields()`), each atomically; returns the directory."""

@@ -56,6 +56,7 @@ DEFAULT_DROP_KEYS: tuple[str, ...] = (
     "length",
     "word_ids",
     "example_id",
+    "sentence_index",
 )
 
 _LABEL_KINDS = ("auto", "token", "sequence")

@@ -112,9 +112,62 @@ def test_ner_bad_input(tokenizers_, caplog):
         preprocess_ner({"tokens": [["张", "三", "在"]], "ner_tags": [[0, 0]]}, tok)
     with pytest.raises(DataError, match="'B-PRE' is not in the tag set.*Did you mean 'B-PER'"):
         preprocess_ner({"tokens": [["张"]], "ner_tags": [["B-PRE"]]}, tok, label_names=["O", "B-PER", "I-PER"])
-    out = preprocess_ner({"tokens": [list("张三" * 20)], "ner_tags": [[0] * 40]}, tok, max_length=10)
-    assert len(out["labels"][0]) == 10
+    out = preprocess_ner({"tokens": [list("张三" * 20)], "ner_tags": [[0] * 40]}, tok, max_length=10,
+                         long_sentences="truncate")
+    assert len(out["labels"]) == 1 and len(out["labels"][0]) == 10
     assert "cut 32 words" in caplog.text
+    with pytest.raises(DataError, match="long_sentences='cut'; valid: split, truncate"):
+        preprocess_ner({"tokens": [["张"]]}, tok, long_sentences="cut")
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "hybrid"])
+def test_ner_long_sentences_are_split_keeping_every_word_and_entity(tokenizers_, pd_sample, kind, caplog):
+    """Split into pieces that fit: every word is kept once, in order, no piece is over
+    max_length, no gold entity is cut, and cuts fall after punctuation when one is at hand."""
+    ds, names = pd_sample
+    tok = tokenizers_[kind]
+    sentences = [s for s in ds if len(s["tokens"]) > 60][:40]
+    assert len(sentences) >= 10
+    examples = {"tokens": [s["tokens"] for s in sentences], "ner_tags": [s["ner_tags"] for s in sentences]}
+    with caplog.at_level("INFO"):
+        out = preprocess_ner(examples, tok, max_length=32, label_names=names)
+    assert "split 40 sentences" in caplog.text and "cut" not in caplog.text  # no truncation
+    assert len(out["input_ids"]) > 80 and max(len(x) for x in out["input_ids"]) <= 32
+    pieces_per_sentence: dict[int, list[int]] = {}
+    for row, sentence in enumerate(out["sentence_index"]):
+        pieces_per_sentence.setdefault(sentence, []).append(row)
+    assert sorted(pieces_per_sentence) == list(range(len(sentences)))
+    after_punct = 0
+    for i, rows in pieces_per_sentence.items():
+        words, tags = [], []
+        for r in rows:
+            wids = out["word_ids"][r]
+            n = 1 + max(w for w in wids if w is not None)
+            labels = word_tags_from_tokens(wids, [names[x] if x >= 0 else None for x in out["labels"][r]], n)
+            first_word = examples["tokens"][i][len(words)]
+            after_punct += len(words) > 0 and words[-1] in "，、；：。"
+            assert len(words) == 0 or not labels[0].startswith("I-"), "a cut inside an entity"
+            words += examples["tokens"][i][len(words):len(words) + n]
+            tags += labels
+            assert first_word == words[len(words) - n]
+        gold = [names[t] for t in examples["ner_tags"][i]]
+        assert words == examples["tokens"][i] and tags == gold  # every word, once, in order
+        assert get_entities(tags) == get_entities(gold)
+    assert after_punct >= len(out["input_ids"]) - len(sentences) - 10  # nearly every cut follows punctuation
+
+
+def test_ner_split_points_prefer_punctuation_then_entity_boundaries():
+    from nlp.tasks.ner.preprocess import split_points
+
+    words = list("甲乙，丙丁戊己庚辛")
+    ones = [1] * len(words)
+    assert split_points(words, ones, 5) == ([3, 8], 0)  # after the comma, then the room's end
+    prefixes = ["O", "O", "O", "B", "I", "I", "I", "O", "O"]
+    assert split_points(list("甲乙丙丁戊己庚辛壬"), ones, 5, prefixes) == ([3, 8], 0)  # not inside B I I I
+    # an entity longer than the room must be cut: counted
+    assert split_points(list("甲乙丙丁"), [1] * 4, 2, ["B", "I", "I", "I"]) == ([2], 1)
+    # a word longer than the room gets a piece of its own (the tokenizer then truncates it)
+    assert split_points(["甲", "乙丙丁戊", "己"], [1, 4, 1], 2) == ([1, 2], 0)
 
 
 # ------------------------------------------------------------------ QA
