@@ -205,7 +205,8 @@ def featurize(recipe: Recipe, ds: Any, tokenizer: Tokenizer, label_names: list[s
                                num_labels=len(label_names) if label_names else None)
     elif task == "token-classification":
         fn = functools.partial(spec.preprocess, tokenizer=tokenizer, max_length=data.max_length,
-                               label_names=label_names, label_all_tokens=data.label_all_tokens)
+                               label_names=label_names, label_all_tokens=data.label_all_tokens,
+                               long_sentences=data.long_sentences)
     else:
         fn = functools.partial(spec.preprocess, tokenizer=tokenizer, max_length=data.max_length,
                                doc_stride=data.doc_stride)

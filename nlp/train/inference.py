@@ -54,6 +54,7 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
                           label_names=labels, train_split=split, dev_split=None, test_split=None,
                           max_length=max_length, doc_stride=min(doc_stride, max_length - 1),
                           max_answer_length=max_answer_length,
+                          long_sentences=trained.get("long_sentences") or DataSection.long_sentences,
                           max_train_samples=max_samples, reader=dict(trained.get("reader") or {}))
     recipe = Recipe(task=TaskSection(spec.name), data=section)
     errors = [e for e in check_recipe(recipe) if not e.startswith(("model", "tokenizer"))]

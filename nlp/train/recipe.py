@@ -102,6 +102,9 @@ class DataSection:
     max_train_samples: int | None = None  # use the first N training examples (quick runs)
     max_eval_samples: int | None = None  # the first N of dev and test
     label_all_tokens: bool = False  # NER: label every sub-token, not only the first
+    # NER: a sentence over max_length tokens is split into pieces (every word kept and scored)
+    # or truncated (its tail neither trained on nor scored)
+    long_sentences: Literal["split", "truncate"] = "split"
 
     def _check(self) -> list[str]:
         errors = []

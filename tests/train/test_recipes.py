@@ -64,14 +64,14 @@ def test_every_unknown_key_is_reported_at_once_with_did_you_mean():
 
 
 def test_wrong_types_name_their_keys():
-    bad = _base(data={"max_length": "long", "files": "train.json", "label_names": 3},
+    bad = _base(data={"max_length": "long", "files": "train.json", "label_names": 3, "long_sentences": "cut"},
                 train={"epochs": "many", "data": {"shuffle": "perhaps"}})
     with pytest.raises(ConfigError) as err:
         recipe_from_dict(bad)
     msg = str(err.value)
     for key in ("data.max_length: expected an integer", "data.files: expected a mapping",
                 "data.label_names: expected a list", "train.epochs: expected a number",
-                "train.data.shuffle: expected true or false"):
+                "train.data.shuffle: expected true or false", "data.long_sentences: "):
         assert key in msg, msg
 
 
