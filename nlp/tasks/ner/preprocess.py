@@ -89,7 +89,7 @@ def _tag_prefixes(tags: Sequence[Any], index: Mapping[int, str] | None) -> list[
     names = [t if isinstance(t, str) else (index or {}).get(int(t)) for t in tags]
     if any(n is None for n in names):
         return None
-    return [n[:1] if n != "O" else "O" for n in names]
+    return [n[:1] for n in names]
 
 
 def split_points(words: Sequence[str], token_counts: Sequence[int], room: int,
