@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 import yaml
+from accelerate.utils import set_seed
 
 from nlp._common import ConfigError, DataError, NlpError, atomic_write
 from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config
@@ -472,6 +473,9 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         raise ConfigError("train.data.batching=packed does not apply to question answering "
                           "(answer positions are per window); use dynamic or length_grouped")
     tokenizer = _build_tokenizer(recipe, data.splits["train"], loaders, run_dir)
+    # The new head's weights (or the whole model's, model.init=random) come from the seed, so
+    # the same recipe gives the same run; a resumed run loads its weights from the checkpoint.
+    set_seed(recipe.train.seed)
     model = build_model(recipe, tokenizer, data.label_names, loaders)
     features = {role: featurize(recipe, ds, tokenizer, data.label_names) for role, ds in data.splits.items()}
     pad = tokenizer.pad_token_id
