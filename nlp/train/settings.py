@@ -269,6 +269,8 @@ def _coerce(value: Any, tp: Any, key: str, errors: list[str]) -> Any:
         (inner,) = [a for a in args if a is not type(None)]
         return _coerce(value, inner, key, errors)
     if origin is Literal:
+        if value is False and "no" in args:  # YAML 1.1 reads a bare `no` (mixed_precision: no) as false
+            return "no"
         if value in args:
             return value
         errors.append(

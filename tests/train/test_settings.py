@@ -39,6 +39,15 @@ def test_strings_from_the_command_line_are_coerced_to_the_field_types():
         from_dict(TrainSettings, {"seed": "7.5"})
 
 
+def test_a_bare_no_is_mixed_precision_no():
+    """YAML 1.1 reads `mixed_precision: no` (and the override mixed_precision=no) as false."""
+    assert from_dict(TrainSettings, yaml.safe_load("mixed_precision: no")).mixed_precision == "no"
+    overridden = apply_overrides({"mixed_precision": "auto"}, parse_overrides(["mixed_precision=no"]))
+    assert from_dict(TrainSettings, overridden).mixed_precision == "no"
+    with pytest.raises(ConfigError, match="gradient_checkpointing"):  # other fields keep their types
+        from_dict(TrainSettings, {"gradient_checkpointing": "maybe"})
+
+
 def test_direct_construction_is_validated_too():
     with pytest.raises(ConfigError, match="grad_accum_steps must be >= 1"):
         TrainSettings(grad_accum_steps=0)
