@@ -164,7 +164,7 @@ class ErnieLayer(nn.Module):
         if p > 0.0 and x.device.type == "cpu":
             ctx = _attention_with_dropout(q, k, v, attn.mask, p)
         else:
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn.mask, dropout_p=p)
+            ctx = _sdpa(q, k, v, attn.mask, p)
         return ctx.transpose(1, 2).reshape(B, T, H)
 
     def forward(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
@@ -176,8 +176,9 @@ class ErnieLayer(nn.Module):
         """act(ffn_in(x)). In CPU inference with exact GELU or ReLU the activation runs in place
         on the GEMM's output (`torch._addmm_activation`), saving an allocation and a pass over the
         (B, T, 4H) tensor, ~4% of an ernie-3.0-base forward. Not on CUDA (its fused epilogue is
-        the tanh GELU) and not under autograd (the op has no derivative)."""
-        if (self._inplace_act is not None and x.device.type == "cpu"
+        the tanh GELU), not under autograd (the op has no derivative), not under autocast (the
+        op is not on autocast's list, so it would see bf16 activations and fp32 weights)."""
+        if (self._inplace_act is not None and x.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
                 and not (torch.is_grad_enabled() and (x.requires_grad or self.ffn_in.weight.requires_grad))):
             out = torch._addmm_activation(self.ffn_in.bias, x.reshape(-1, x.shape[-1]), self.ffn_in.weight.t(),
                                           use_gelu=self._inplace_act == "gelu")
@@ -203,9 +204,19 @@ class ErnieLayer(nn.Module):
         if not rows.one_per_row:  # queries of packed sequences: each sees its own row's keys
             k, v = k[rows.batch], v[rows.batch]  # (N, nh, T, hd)
             mask = None if mask is None else mask[rows.batch, :, rows.position].unsqueeze(2)  # (N, 1, 1, T)
-        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                             dropout_p=self.attn_dropout if self.training else 0.0)
+        ctx = _sdpa(q, k, v, mask, self.attn_dropout if self.training else 0.0)
         return ctx.reshape(N, H)
+
+
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
+    """`scaled_dot_product_attention`; in fp32 under CPU autocast. Autocast would run it in bf16,
+    and torch's bf16 CPU flash-attention backward is slow: profiled in a bf16 fine-tune of
+    ernie-tiny-zh, it took a fifth of the step (fp32: ~1%), more than the bf16 GEMMs gained.
+    Attention is a small share of the FLOPs at these lengths; the projections stay in bf16."""
+    if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+        with torch.autocast("cpu", enabled=False):
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=p)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
 
 def _attention_with_dropout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
@@ -225,10 +236,13 @@ def _residual_linear(linear: nn.Linear, h: torch.Tensor, residual: torch.Tensor,
 
     Without dropout, the GEMM accumulates straight into (residual + bias): this saves the
     separate bias broadcast-copy of addmm and the residual add, two full passes over (B, T, H)
-    that profile at ~15% of inference time on CPU.
+    that profile at ~15% of inference time on CPU. Not under autocast: the in-place GEMM is not
+    autocast, and would meet bf16 activations with fp32 weights.
     """
     if p > 0.0:
         return residual_dropout(residual, linear(h), p)
+    if torch.is_autocast_enabled(h.device.type):
+        return residual + linear(h)
     out = residual + linear.bias  # (B, T, H), a fresh tensor the GEMM may write into
     out.view(-1, out.shape[-1]).addmm_(h.reshape(-1, h.shape[-1]), linear.weight.t())
     return out

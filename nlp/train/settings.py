@@ -195,8 +195,8 @@ class TrainSettings:
     epochs: float = 3.0  # may be fractional; max_steps wins when both are given
     max_steps: int | None = None
     grad_accum_steps: int = 1
-    # auto: bf16 on CUDA Ampere+, fp16 with loss scaling on older CUDA, on CPU bf16 only with
-    # AMX (without it bf16 matmuls run at about half fp32 speed) else no.
+    # auto: bf16 on CUDA Ampere+, fp16 with loss scaling on older CUDA; on CPU bf16 where the
+    # CPU has it natively (AVX512-BF16 or AMX), else no (emulated bf16 runs at ~half fp32 speed).
     mixed_precision: MixedPrecision = "auto"
     gradient_checkpointing: bool = False  # recompute activations: less memory, ~30% slower
     cpu: bool = False  # run on CPU even when a GPU is present

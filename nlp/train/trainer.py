@@ -33,7 +33,7 @@ from nlp.train.checkpoint import CheckpointManager, TrainerState, restore_rng
 from nlp.train.errors import TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction, default_preprocess, predict_loop
 from nlp.train.optim import build_optimizer, build_scheduler
-from nlp.train.precision import check_distributed_backend, resolve_mixed_precision
+from nlp.train.precision import check_distributed_backend, limit_onednn_cache, resolve_mixed_precision
 from nlp.train.sampling import EpochBatchSampler, RandomBatchSampler, skip_batches
 from nlp.train.settings import TrainSettings, to_dict
 from nlp.train.signals import stop_on_signals
@@ -98,8 +98,11 @@ class Trainer:
         use_cuda = torch.cuda.is_available() and not s.cpu
         check_distributed_backend(use_cuda)
         _fresh_accelerator_state()
+        precision = resolve_mixed_precision(s.mixed_precision, use_cuda=use_cuda)
+        if precision == "bf16" and not use_cuda:
+            limit_onednn_cache()
         self.accelerator = Accelerator(
-            mixed_precision=resolve_mixed_precision(s.mixed_precision, use_cuda=use_cuda),
+            mixed_precision=precision,
             cpu=not use_cuda,
             # Accumulation is done by the loop itself (no_sync + loss / n), not by accelerate's
             # step counter: the last, shorter group of an epoch is then weighted right, and

@@ -1,6 +1,7 @@
 """AdamW parameter groups, lr schedules, and the mixed-precision / device choices."""
 
 import math
+import os
 
 import pytest
 import torch
@@ -44,19 +45,64 @@ def test_schedules_warm_up_then_decay(name):
         assert lrs[12] == pytest.approx(0.5 * (1 + math.cos(math.pi * 8 / 16)))
 
 
-def test_auto_precision_on_cpu_needs_amx(monkeypatch):
-    monkeypatch.setattr(precision, "cpu_has_amx", lambda: False)
+def test_auto_precision_on_cpu_needs_native_bf16(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: False)
     assert precision.resolve_mixed_precision("auto", use_cuda=False) == "no"
-    monkeypatch.setattr(precision, "cpu_has_amx", lambda: True)
+    monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: True)
     assert precision.resolve_mixed_precision("auto", use_cuda=False) == "bf16"
-    assert precision.resolve_mixed_precision("bf16", use_cuda=False) == "bf16"
+    assert precision.resolve_mixed_precision("no", use_cuda=False) == "no"
 
 
-def test_this_machine_has_no_amx_so_auto_is_fp32():
-    flags = open("/proc/cpuinfo").read().split()
-    if "amx_bf16" in flags:
-        pytest.skip("this CPU has AMX")
-    assert precision.resolve_mixed_precision("auto", use_cuda=False) == "no"
+def test_bf16_flags_are_read_from_cpuinfo():
+    zen4 = "flags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"
+    sapphire_rapids = "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+    skylake = "flags\t\t: fpu avx2 avx512f avx512bw avx512vl\n"
+    assert precision.cpu_bf16_flags(zen4) == ["avx512_bf16"]
+    assert precision.cpu_bf16_flags(sapphire_rapids) == ["avx512_bf16", "amx_bf16"]
+    assert precision.cpu_bf16_flags(skylake) == []  # bf16 emulated there: auto stays fp32
+
+
+def test_auto_on_this_machine_follows_its_cpu_flags():
+    fast = bool(precision.cpu_bf16_flags()) and torch.backends.mkldnn.is_available()
+    assert precision.resolve_mixed_precision("auto", use_cuda=False) == ("bf16" if fast else "no")
+
+
+def test_bf16_training_and_evaluation_run_on_cpu():
+    """Under CPU autocast the encoder's fused fp32 paths step aside (in-place GEMM into the
+    residual, in-place GELU) and attention runs in fp32: training and evaluation both work and
+    agree with fp32 to bf16 precision."""
+    from nlp.models import preset_config
+    from nlp.tasks import ErnieForSequenceClassification
+
+    config = preset_config("ernie-3.0-tiny-pico-v2-zh", num_labels=2, num_hidden_layers=2, hidden_size=64,
+                           num_attention_heads=2, intermediate_size=128, vocab_size=300)
+    torch.manual_seed(0)
+    model = ErnieForSequenceClassification(config)
+    ids = torch.randint(1, 300, (4, 12))
+    mask = torch.ones_like(ids)
+    mask[1:, 8:] = 0
+    labels = torch.tensor([0, 1, 1, 0])
+    model.eval()
+    with torch.no_grad():
+        ref = model(ids, attention_mask=mask).logits
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = model(ids, attention_mask=mask).logits
+    assert low.dtype == torch.bfloat16 and torch.allclose(low.float(), ref, atol=3e-2)
+    model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(ids, attention_mask=mask, labels=labels).loss
+    loss.backward()
+    assert loss.dtype == torch.float32 and all(p.grad.dtype == torch.float32 for p in model.parameters()
+                                               if p.grad is not None)
+
+
+def test_bf16_on_cpu_bounds_the_onednn_cache(monkeypatch):
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    precision.limit_onednn_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(precision.ONEDNN_CACHE_ENTRIES)
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "300")  # the user's choice is kept
+    precision.limit_onednn_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "300"
 
 
 def test_fp16_on_cpu_is_refused():
