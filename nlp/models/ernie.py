@@ -27,6 +27,7 @@ from torch.utils.checkpoint import checkpoint
 from nlp._common import DataError
 
 from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
+from ._linear import linear, linear_add, linear_gelu
 from .config import ErnieConfig
 from .dropout import dropout, residual_dropout
 
@@ -150,7 +151,7 @@ class ErnieLayer(nn.Module):
     def attend(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
         B, T, H = x.shape
         p = self.attn_dropout if self.training else 0.0
-        qkv = self.qkv(x)  # (B, T, 3H)
+        qkv = linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3H)
         if attn.indices is not None:  # packed rows, flash-attn varlen on CUDA
             qkv = qkv.reshape(B * T, 3, self.num_heads, self.head_dim)[attn.indices]  # (N, 3, nh, hd)
             q, k, v = qkv.unbind(1)
@@ -173,17 +174,22 @@ class ErnieLayer(nn.Module):
         return self.ffn_norm(_residual_linear(self.ffn_out, self.intermediate(x), x, p))
 
     def intermediate(self, x: torch.Tensor) -> torch.Tensor:
-        """act(ffn_in(x)). In CPU inference with exact GELU or ReLU the activation runs in place
-        on the GEMM's output (`torch._addmm_activation`), saving an allocation and a pass over the
-        (B, T, 4H) tensor, ~4% of an ernie-3.0-base forward. Not on CUDA (its fused epilogue is
-        the tanh GELU), not under autograd (the op has no derivative), not under autocast (the
-        op is not on autocast's list, so it would see bf16 activations and fp32 weights)."""
+        """act(ffn_in(x)). In fp32 CPU inference the activation is fused into the GEMM: exact
+        GELU as oneDNN's epilogue (nlp.models._linear), or, without oneDNN (and for ReLU), in
+        place on the GEMM's output (`torch._addmm_activation`), saving an allocation and a pass
+        over the (B, T, 4H) tensor, ~4% of an ernie-3.0-base forward. Not on CUDA (its fused
+        epilogue is the tanh GELU), not under autograd (the backward needs the pre-activation),
+        not under autocast (these ops are not on autocast's list)."""
+        w, b = self.ffn_in.weight, self.ffn_in.bias
+        if self._inplace_act == "gelu":
+            fused = linear_gelu(x, w, b)
+            if fused is not None:
+                return fused
         if (self._inplace_act is not None and x.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
-                and not (torch.is_grad_enabled() and (x.requires_grad or self.ffn_in.weight.requires_grad))):
-            out = torch._addmm_activation(self.ffn_in.bias, x.reshape(-1, x.shape[-1]), self.ffn_in.weight.t(),
-                                          use_gelu=self._inplace_act == "gelu")
+                and not (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad))):
+            out = torch._addmm_activation(b, x.reshape(-1, x.shape[-1]), w.t(), use_gelu=self._inplace_act == "gelu")
             return out.view(*x.shape[:-1], out.shape[-1])
-        return self.act(self.ffn_in(x))
+        return self.act(linear(x, w, b))
 
     def forward_rows(self, x: torch.Tensor, attn: _Attention, rows: _Rows) -> torch.Tensor:
         """The layer's output at the positions of `rows` only, (N, H): the same numbers as
@@ -198,8 +204,8 @@ class ErnieLayer(nn.Module):
         B, T, H = x.shape
         N, nh, hd = picked.shape[0], self.num_heads, self.head_dim
         w, b = self.qkv.weight, self.qkv.bias  # rows: q; k; v
-        q = F.linear(picked, w[:H], b[:H]).view(N, 1, nh, hd).transpose(1, 2)  # (N, nh, 1, hd)
-        k, v = F.linear(x, w[H:], b[H:]).view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)  # (B, nh, T, hd)
+        q = linear(picked, w[:H], b[:H]).view(N, 1, nh, hd).transpose(1, 2)  # (N, nh, 1, hd)
+        k, v = linear(x, w[H:], b[H:]).view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)  # (B, nh, T, hd)
         mask = attn.mask
         if not rows.one_per_row:  # queries of packed sequences: each sees its own row's keys
             k, v = k[rows.batch], v[rows.batch]  # (N, nh, T, hd)
@@ -209,11 +215,13 @@ class ErnieLayer(nn.Module):
 
 
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
-    """`scaled_dot_product_attention`; in fp32 under CPU autocast. Autocast would run it in bf16,
-    and torch's bf16 CPU flash-attention backward is slow: profiled in a bf16 fine-tune of
-    ernie-tiny-zh, it took a fifth of the step (fp32: ~1%), more than the bf16 GEMMs gained.
-    Attention is a small share of the FLOPs at these lengths; the projections stay in bf16."""
-    if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+    """`scaled_dot_product_attention`; in fp32 when training under CPU autocast. Autocast would
+    run it in bf16, and torch's bf16 CPU flash-attention backward is slow: profiled in a bf16
+    fine-tune of ernie-tiny-zh, it took a fifth of the step (fp32: ~1%), more than the bf16 GEMMs
+    gained. Attention is a small share of the FLOPs at these lengths; the projections stay in
+    bf16. Without autograd (inference) the bf16 forward kernel is the faster one."""
+    if (q.device.type == "cpu" and torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
+            and (q.requires_grad or k.requires_grad or v.requires_grad)):
         with torch.autocast("cpu", enabled=False):
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
@@ -231,20 +239,27 @@ def _attention_with_dropout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m
     return torch.matmul(dropout(torch.softmax(scores, dim=-1), p), v)
 
 
-def _residual_linear(linear: nn.Linear, h: torch.Tensor, residual: torch.Tensor, p: float) -> torch.Tensor:
-    """residual + Dropout(linear(h)) (the dropout mask drawn fast on CPU: nlp.models.dropout).
+def _residual_linear(layer: nn.Linear, h: torch.Tensor, residual: torch.Tensor, p: float) -> torch.Tensor:
+    """residual + Dropout(layer(h)) (the dropout mask drawn fast on CPU: nlp.models.dropout).
 
-    Without dropout, the GEMM accumulates straight into (residual + bias): this saves the
-    separate bias broadcast-copy of addmm and the residual add, two full passes over (B, T, H)
-    that profile at ~15% of inference time on CPU. Not under autocast: the in-place GEMM is not
-    autocast, and would meet bf16 activations with fp32 weights.
+    Without dropout, in fp32 CPU inference, the residual add is fused into the GEMM (oneDNN's
+    binary epilogue; without oneDNN the GEMM accumulates straight into residual + bias): this
+    saves the bias broadcast-copy and the separate add, passes over (B, T, H) that profile at
+    ~15% of inference time on CPU. Not under autocast: the fused ops are not autocast, and would
+    meet bf16 activations with fp32 weights.
     """
+    w, b = layer.weight, layer.bias
     if p > 0.0:
-        return residual_dropout(residual, linear(h), p)
+        return residual_dropout(residual, linear(h, w, b), p)
     if torch.is_autocast_enabled(h.device.type):
-        return residual + linear(h)
-    out = residual + linear.bias  # (B, T, H), a fresh tensor the GEMM may write into
-    out.view(-1, out.shape[-1]).addmm_(h.reshape(-1, h.shape[-1]), linear.weight.t())
+        return residual + layer(h)
+    fused = linear_add(h, w, b, residual)
+    if fused is not None:
+        return fused
+    if h.device.type != "cpu" or (torch.is_grad_enabled() and (h.requires_grad or w.requires_grad)):
+        return residual + linear(h, w, b)
+    out = residual + b  # (B, T, H), a fresh tensor the GEMM may write into
+    out.view(-1, out.shape[-1]).addmm_(h.reshape(-1, h.shape[-1]), w.t())
     return out
 
 
@@ -383,8 +398,8 @@ class ErnieForMaskedLM(PreTrainedEncoder):
                 labels: torch.Tensor | None = None) -> MaskedLMOutput:
         x = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
                           position_ids, pack_ids).last_hidden_state
-        h = self.mlm_norm(self.act(self.mlm_dense(x)))
-        logits = F.linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # tied decoder
+        h = self.mlm_norm(self.act(linear(x, self.mlm_dense.weight, self.mlm_dense.bias)))
+        logits = linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # tied decoder
         loss = None
         if labels is not None:
             if tuple(labels.shape) != tuple(input_ids.shape):

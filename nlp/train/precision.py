@@ -18,17 +18,12 @@ from pathlib import Path
 import torch
 
 from nlp._common import ConfigError
+from nlp.models._linear import ONEDNN_CACHE_ENTRIES, limit_onednn_cache  # re-exported: the trainer's bf16 runs
 
 __all__ = ["cpu_bf16_flags", "cpu_has_fast_bf16", "resolve_mixed_precision", "limit_onednn_cache",
-           "check_distributed_backend"]
+           "ONEDNN_CACHE_ENTRIES", "check_distributed_backend"]
 
 _FAST_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo names
-
-# oneDNN keeps a compiled matmul per shape (up to 1,024 by default). With dynamic padding every
-# batch length is a new shape, and in a bf16 run the cache grew the process by ~5 MB a step
-# (ernie-tiny-zh: 1.1 GB -> 1.8 GB over 120 steps). 64 entries kept the step time (156 vs 162 ms)
-# at fp32's memory level; 16 cost 15% (recompiling).
-ONEDNN_CACHE_ENTRIES = 64
 
 
 def cpu_bf16_flags(cpuinfo: str | None = None) -> list[str]:
@@ -53,12 +48,6 @@ def cpu_has_fast_bf16() -> bool:
         return bool(torch._C._cpu._is_amx_tile_supported())  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError):
         return False
-
-
-def limit_onednn_cache() -> None:
-    """Bound oneDNN's per-shape cache before the first bf16 matmul of the process (it reads the
-    setting once); a value the user exported is kept."""
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_ENTRIES))
 
 
 def resolve_mixed_precision(requested: str, *, use_cuda: bool) -> str:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from nlp._common import DataError
-from nlp.models import PRESETS, ErnieForMaskedLM, ErnieModel, preset_config
+from nlp.models import PRESETS, ErnieForMaskedLM, ErnieModel, _linear, preset_config
+from nlp.models import ernie as ernie_module
 
 
 def tiny(name: str, **kw):
@@ -244,23 +245,32 @@ def test_task_ids_on_model_without_task_embedding():
         model(torch.ones(1, 3, dtype=torch.long), task_type_ids=torch.zeros(1, 3, dtype=torch.long))
 
 
+@pytest.mark.parametrize("onednn", [True, False])
 @pytest.mark.parametrize("name", ["ernie-3.0-nano-zh", "ernie-1.0-base-zh"])  # GELU, ReLU
-def test_inference_path_with_inplace_activation_equals_autograd_path(name, monkeypatch):
-    """Without autograd on CPU the FFN activation runs in place on the GEMM output
-    (torch._addmm_activation); outputs must equal the autograd path's, pooled_only included."""
+def test_inference_path_with_fused_activation_equals_autograd_path(name, onednn, monkeypatch):
+    """Without autograd on CPU the FFN activation is fused into the GEMM: oneDNN's GELU epilogue,
+    or (ReLU, or no oneDNN) in place on the GEMM output (torch._addmm_activation). Outputs must
+    equal the autograd path's, pooled_only included."""
+    if onednn and not _linear.onednn_linear_available():
+        pytest.skip("this torch has no oneDNN linear")
+    monkeypatch.setattr(_linear, "onednn_linear_available", lambda: onednn)
     torch.manual_seed(3)
     config = tiny(name)
     assert config.hidden_act in ("gelu", "relu")
     model = ErnieModel(config).eval()
     batch = batch_for(config)
     reference = model(**batch)  # grad enabled, parameters require grad: the plain path
-    calls = []
-    real = torch._addmm_activation
+    calls, gelu_calls = [], []
+    real, real_gelu = torch._addmm_activation, ernie_module.linear_gelu
     monkeypatch.setattr(torch, "_addmm_activation", lambda *a, **k: calls.append(k) or real(*a, **k))
+    monkeypatch.setattr(ernie_module, "linear_gelu",
+                        lambda *a: (lambda out: gelu_calls.append(out is not None) or out)(real_gelu(*a)))
     with torch.inference_mode():
         fast = model(**batch)
         pooled = model(**batch, pooled_only=True).pooler_output
-    assert len(calls) == 2 * config.num_hidden_layers
+    fused_by_onednn = onednn and config.hidden_act == "gelu"
+    assert sum(gelu_calls) == (2 * config.num_hidden_layers if fused_by_onednn else 0)
+    assert len(calls) == (0 if fused_by_onednn else 2 * config.num_hidden_layers)
     assert all(c["use_gelu"] == (config.hidden_act == "gelu") for c in calls)
-    torch.testing.assert_close(fast.last_hidden_state, reference.last_hidden_state.detach(), atol=1e-6, rtol=1e-6)
-    torch.testing.assert_close(pooled, reference.pooler_output.detach(), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(fast.last_hidden_state, reference.last_hidden_state.detach(), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(pooled, reference.pooler_output.detach(), atol=1e-5, rtol=1e-5)
