@@ -15,7 +15,11 @@ Same everything but the engine:
   linear schedule with the same warmup, fp32 on CPU; evaluation and a checkpoint once per epoch
   and the best model kept, on both sides;
 - transformers with dynamic padding (our collator: a pure padding function) and
-  train_sampling_strategy="group_by_length" (transformers 5's name for group_by_length).
+  train_sampling_strategy="group_by_length" (transformers 5's name for group_by_length);
+- precision: ours as the recipe says (mixed_precision: auto, which is bf16 autocast on a CPU with
+  AVX512-BF16 or AMX and fp32 elsewhere); transformers at its default, fp32, unless
+  --peer-precision bf16 (TrainingArguments(bf16=True): the same CPU autocast). The table names
+  each side's precision; the recipe's override train.mixed_precision=no compares fp32 to fp32.
 Each side runs in a fresh process of its own (the set-up is shared through files), so that
 neither inherits the other's heap or caches. Wall time covers data loading, featurizing,
 training and the final dev/test evaluation. Memory: "peak MiB" is the resident set sampled every
@@ -113,7 +117,8 @@ def run_ours(args: argparse.Namespace, work: Path) -> dict:
         t0 = time.perf_counter()
         result = finetune(recipe)
         wall = time.perf_counter() - t0
-    return {"wall": wall, "dev": result.dev["accuracy"], "test": result.test["accuracy"], "mem": mem.mib}
+    return {"wall": wall, "dev": result.dev["accuracy"], "test": result.test["accuracy"], "mem": mem.mib,
+            "precision": {"no": "fp32"}.get(result.summary["mixed_precision"], result.summary["mixed_precision"])}
 
 
 def run_transformers(args: argparse.Namespace, work: Path) -> dict:
@@ -149,6 +154,7 @@ def run_transformers(args: argparse.Namespace, work: Path) -> dict:
             optim="adamw_torch_fused",  # what our optim.impl=auto uses on CPU (and transformers' default)
             train_sampling_strategy="group_by_length", use_cpu=True, report_to="none",
             logging_steps=s.log.every_steps, disable_tqdm=True, dataloader_num_workers=0,
+            bf16=args.peer_precision == "bf16",
         )
         hf = transformers.Trainer(model=hf_model, args=targs, train_dataset=feats["train"],
                                   eval_dataset=feats["dev"], data_collator=collate, compute_metrics=compute)
@@ -156,7 +162,8 @@ def run_transformers(args: argparse.Namespace, work: Path) -> dict:
         dev = hf.evaluate(feats["dev"])["eval_accuracy"]
         test = hf.evaluate(feats["test"])["eval_accuracy"]
         wall = time.perf_counter() - t0
-    return {"wall": wall, "dev": dev, "test": test, "mem": mem.mib}
+    return {"wall": wall, "dev": dev, "test": test, "mem": mem.mib,
+            "precision": "bf16" if args.peer_precision == "bf16" else "fp32"}
 
 
 SIDES = {"ours": run_ours, "transformers": run_transformers}
@@ -166,6 +173,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="4,000 training reviews, 500 dev/test, 2 epochs")
     parser.add_argument("--recipe", default=str(ROOT / "recipes" / "sentiment-reviews.yaml"))
+    parser.add_argument("--peer-precision", choices=["no", "bf16"], default="no",
+                        help="transformers' precision: no (fp32, its default) or bf16 (CPU autocast)")
     parser.add_argument("--side", choices=sorted(SIDES), help=argparse.SUPPRESS)  # internal: one side, in a child
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("overrides", nargs="*", help="recipe overrides, e.g. train.epochs=1")
@@ -182,7 +191,7 @@ def main() -> int:
     results = {}
     for side in ("ours", "transformers"):
         cmd = [sys.executable, __file__, "--side", side, "--work", str(work), "--recipe", args.recipe,
-               *(["--quick"] if args.quick else []), *args.overrides]
+               "--peer-precision", args.peer_precision, *(["--quick"] if args.quick else []), *args.overrides]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr[-4000:])
@@ -190,10 +199,11 @@ def main() -> int:
         results[side] = json.loads(proc.stdout.strip().splitlines()[-1])
 
     print()
-    print(f"{'':14s}{'wall s':>10s}{'dev acc':>10s}{'test acc':>10s}{'peak MiB':>10s}{'max RSS':>10s}")
+    print(f"{'':14s}{'precision':>10s}{'wall s':>10s}{'dev acc':>10s}{'test acc':>10s}{'peak MiB':>10s}{'max RSS':>10s}")
     for side, name in (("ours", "nlp.train"), ("transformers", "transformers")):
         r = results[side]
-        print(f"{name:14s}{r['wall']:10.1f}{100 * r['dev']:10.2f}{100 * r['test']:10.2f}{r['mem']:10.0f}{r['max_rss']:10.0f}")
+        print(f"{name:14s}{r['precision']:>10s}{r['wall']:10.1f}{100 * r['dev']:10.2f}{100 * r['test']:10.2f}"
+              f"{r['mem']:10.0f}{r['max_rss']:10.0f}")
     ours, hf = results["ours"], results["transformers"]
     print(f"\nwall-time ratio transformers / nlp.train: {hf['wall'] / ours['wall']:.2f}x (target >= 1.5x); "
           f"dev accuracy difference {100 * (ours['dev'] - hf['dev']):+.2f} points (target within 0.5); "
