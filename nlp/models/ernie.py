@@ -10,8 +10,9 @@ Written here from the papers' architecture, not wrapping transformers: one fused
 attention through `scaled_dot_product_attention` (or flash-attn's varlen kernel for packed rows
 on CUDA), packed rows (several sequences per row, block-diagonal attention), per-layer gradient
 checkpointing; dropout masks drawn fast on CPU (nlp.models.dropout), also inside attention when
-attention dropout is on (SDPA's fused CPU kernel has no dropout). The checkpoint-key table at the
-end maps these names to transformers' on disk.
+attention dropout is on (SDPA's fused CPU kernel has no dropout); fp32 CPU linears through oneDNN
+with GELU / residual-add epilogues in inference (nlp.models._linear). The checkpoint-key table at
+the end maps these names to transformers' on disk.
 """
 
 from __future__ import annotations
