@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import transformers  # noqa: E402
 
 from nlp.models import preset_config  # noqa: E402
+from nlp.models._linear import limit_onednn_cache  # noqa: E402
 from nlp.tasks import ErnieForSequenceClassification  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -328,7 +329,7 @@ def main() -> None:
     _adamw = args.adamw
     _bf16 = args.precision == "bf16"
     if _bf16:  # what nlp.train does for a bf16 run on CPU, on both sides here (one process)
-        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+        limit_onednn_cache()
     torch.set_num_threads(args.threads)
     steps = 3 if args.quick else 10
     sections = args.sections.split(",")

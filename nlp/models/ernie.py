@@ -252,12 +252,11 @@ def _residual_linear(layer: nn.Linear, h: torch.Tensor, residual: torch.Tensor, 
     w, b = layer.weight, layer.bias
     if p > 0.0:
         return residual_dropout(residual, linear(h, w, b), p)
-    if torch.is_autocast_enabled(h.device.type):
-        return residual + layer(h)
-    fused = linear_add(h, w, b, residual)
+    fused = linear_add(h, w, b, residual)  # None unless fp32 CPU inference with oneDNN
     if fused is not None:
         return fused
-    if h.device.type != "cpu" or (torch.is_grad_enabled() and (h.requires_grad or w.requires_grad)):
+    if (h.device.type != "cpu" or torch.is_autocast_enabled("cpu")
+            or (torch.is_grad_enabled() and (h.requires_grad or w.requires_grad))):
         return residual + linear(h, w, b)
     out = residual + b  # (B, T, H), a fresh tensor the GEMM may write into
     out.view(-1, out.shape[-1]).addmm_(h.reshape(-1, h.shape[-1]), w.t())
