@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 import numpy as np
 import torch
@@ -46,9 +46,10 @@ from nlp.tokenizer.masking import (
 )
 from nlp.train.corpus import CORPUS_SOURCES, build_corpus, write_lines
 from nlp.train.evaluation import EvalPrediction
-from nlp.train.recipe import ModelSection, _build, _check_model, _format
+from nlp.train.recipe import ModelSection, TokenizerTraining, check_model_section
 from nlp.train.sampling import RandomBatchSampler
-from nlp.train.settings import TrainSettings, apply_overrides, parse_overrides, to_dict
+from nlp.train.schema import Problem, Settings, build, format_problems, read_yaml, to_dict
+from nlp.train.settings import TrainSettings
 from nlp.train.trainer import Trainer, TrainResult
 
 __all__ = [
@@ -70,35 +71,27 @@ TOKENIZER_KINDS = ("hybrid", "wordpiece")
 
 
 @dataclass
-class PretrainTokenizerSection:
-    """A tokenizer directory to use as is (`name`), or a vocabulary to train (`kind`)."""
+class PretrainTokenizerSection(TokenizerTraining):
+    """A tokenizer directory to use as is (`name`), or a vocabulary to train (`kind`; the
+    training knobs are fine-tuning's `tokenizer.train` ones)."""
 
+    vocab_size: int = 20000  # larger: shorter sequences, bigger embedding (the bulk of a tiny model)
     name: str | None = None  # a tokenizer directory (WordPiece or hybrid); null: train one
     # wordpiece: one token per Chinese character (ERNIE 1.0 / bert-base-chinese; whole-word
     # masking still masks jieba words); hybrid: jieba words + BPE pieces (shorter rows)
     kind: str = "hybrid"
-    vocab_size: int = 20000  # larger: shorter sequences, bigger embedding (the bulk of a tiny model)
-    word_fraction: float = 0.5  # share of whole jieba words vs BPE merges in the budget left
-    min_frequency: int = 2
 
-    def _check(self) -> list[str]:
-        errors = []
+    def problems(self) -> Iterator[Problem]:
         if self.kind not in TOKENIZER_KINDS:
-            errors.append(f"kind must be one of {', '.join(TOKENIZER_KINDS)}, got {self.kind!r}."
-                          f"{did_you_mean(self.kind, TOKENIZER_KINDS)}")
-        if self.vocab_size < 100:
-            errors.append(f"vocab_size must be >= 100, got {self.vocab_size}")
-        if not 0.0 <= self.word_fraction <= 1.0:
-            errors.append(f"word_fraction must lie in [0, 1], got {self.word_fraction}")
-        if self.min_frequency < 1:
-            errors.append(f"min_frequency must be >= 1, got {self.min_frequency}")
+            yield Problem("kind", f"kind must be one of {', '.join(TOKENIZER_KINDS)}, got {self.kind!r}."
+                                  f"{did_you_mean(self.kind, TOKENIZER_KINDS)}")
+        yield from super().problems()
         if self.name is not None and not Path(self.name).expanduser().is_dir():
-            errors.append(f"name: {self.name!r} is not a tokenizer directory")
-        return errors
+            yield Problem("name", f"name: {self.name!r} is not a tokenizer directory")
 
 
 @dataclass
-class CorpusSection:
+class CorpusSection(Settings):
     """Which texts, and how they become rows."""
 
     sources: list[str] = field(default_factory=lambda: list(CORPUS_SOURCES))  # see nlp.train.corpus
@@ -110,43 +103,40 @@ class CorpusSection:
     # masked by whole jieba words: 0 for word-level only; helps character-level fine-tuning
     char_level_fraction: float = 0.0
 
-    def _check(self) -> list[str]:
-        errors = []
+    def problems(self) -> Iterator[Problem]:
         for s in self.sources:
             if s not in CORPUS_SOURCES:
-                errors.append(f"sources: unknown source {s!r}.{did_you_mean(s, CORPUS_SOURCES)} "
-                              f"Valid: {', '.join(CORPUS_SOURCES)}")
+                yield Problem("sources", f"sources: unknown source {s!r}.{did_you_mean(s, CORPUS_SOURCES)} "
+                                         f"Valid: {', '.join(CORPUS_SOURCES)}")
         if not self.sources and not self.files:
-            errors.append("sources and files are both empty: nothing to pretrain on")
+            yield Problem("sources", "sources and files are both empty: nothing to pretrain on")
         for f in self.files:
             if not Path(f).expanduser().is_file():
-                errors.append(f"files: {f!r} does not exist")
+                yield Problem("files", f"files: {f!r} does not exist")
         if self.max_length < 8:
-            errors.append(f"max_length must be >= 8, got {self.max_length}")
+            yield Problem("max_length", f"max_length must be >= 8, got {self.max_length}")
         if self.eval_rows < 0:
-            errors.append(f"eval_rows must be >= 0, got {self.eval_rows}")
+            yield Problem("eval_rows", f"eval_rows must be >= 0, got {self.eval_rows}")
         if not 0.0 <= self.char_level_fraction <= 1.0:
-            errors.append(f"char_level_fraction must lie in [0, 1], got {self.char_level_fraction}")
+            yield Problem("char_level_fraction",
+                          f"char_level_fraction must lie in [0, 1], got {self.char_level_fraction}")
         if self.max_documents is not None and self.max_documents < 1:
-            errors.append(f"max_documents must be >= 1 or null, got {self.max_documents}")
-        return errors
+            yield Problem("max_documents", f"max_documents must be >= 1 or null, got {self.max_documents}")
 
 
 @dataclass
-class MaskingSection:
+class MaskingSection(Settings):
     """Whole-word masking (nlp.tokenizer.masking.WholeWordMaskCollator)."""
 
     mlm_probability: float = 0.15  # share of tokens to predict; higher: more signal, less context
     mask_ratio: float = 0.8  # of those: replaced by [MASK]
     random_ratio: float = 0.1  # of those: replaced by a random token (the rest stay unchanged)
 
-    def _check(self) -> list[str]:
-        errors = []
+    def problems(self) -> Iterator[Problem]:
         if not 0.0 < self.mlm_probability < 1.0:
-            errors.append(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
+            yield Problem("mlm_probability", f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
         if self.mask_ratio < 0 or self.random_ratio < 0 or self.mask_ratio + self.random_ratio > 1:
-            errors.append("mask_ratio and random_ratio must be >= 0 and sum to at most 1")
-        return errors
+            yield Problem("mask_ratio", "mask_ratio and random_ratio must be >= 0 and sum to at most 1")
 
 
 @dataclass
@@ -160,7 +150,7 @@ class PretrainModelSection(ModelSection):
 
 
 @dataclass
-class PretrainRecipe:
+class PretrainRecipe(Settings):
     model: PretrainModelSection = field(
         default_factory=lambda: PretrainModelSection(preset="ernie-3.0-tiny-nano-v2-zh", init="random"))
     tokenizer: PretrainTokenizerSection = field(default_factory=PretrainTokenizerSection)
@@ -172,28 +162,18 @@ class PretrainRecipe:
 def pretrain_recipe_from_dict(data: Mapping[str, Any] | None, *, source: str | None = None,
                               check_model: Callable[[str], None] | None = None) -> PretrainRecipe:
     """Build and check a PretrainRecipe; one ConfigError lists every problem."""
-    if data is not None and not isinstance(data, Mapping):
-        raise ConfigError(f"{source or 'the recipe'}: expected a mapping of sections "
-                          f"(model, tokenizer, corpus, masking, train), got {type(data).__name__}")
     errors: list[str] = []
-    recipe = _build(PretrainRecipe, data or {}, "", errors)
-    errors += _check_model(recipe.model, check_model)
+    recipe = build(PretrainRecipe, data, errors, source=source)
+    errors += check_model_section(recipe.model, check_model)
     if errors:
-        raise ConfigError(_format(errors, source))
+        raise ConfigError(format_problems(errors, source))
     return recipe
 
 
 def load_pretrain_recipe(path: str | Path, overrides: Sequence[str] = (), *,
                          check_model: Callable[[str], None] | None = None) -> PretrainRecipe:
     """Read a pretraining recipe, apply `key.sub=value` overrides, build and check it."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"recipe {str(path)!r} does not exist (e.g. recipes/pretrain-ernie-tiny-zh.yaml)")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    data = apply_overrides(data or {}, parse_overrides(list(overrides)))
+    data = read_yaml(path, overrides, missing_hint="The built-in one: recipes/pretrain/ernie-tiny-zh.yaml.")
     return pretrain_recipe_from_dict(data, source=str(path), check_model=check_model)
 
 
@@ -426,7 +406,7 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
     model = _model_for(recipe, tok.vocab_size, tok.pad_token_id)
     parameters = sum(p.numel() for p in model.parameters())
     logger.info("model: %s parameters, config %s", f"{parameters:,}", model.config.to_dict())
-    files = {"tokenizer": tok, "recipe.yaml": yaml.safe_dump(_recipe_to_dict(recipe), allow_unicode=True,
+    files = {"tokenizer": tok, "recipe.yaml": yaml.safe_dump(to_dict(recipe), allow_unicode=True,
                                                           sort_keys=False)}
     trainer = _PretrainTrainer(files, model, s, train_dataset=train_set, collate_fn=collate, eval_dataset=eval_set,
                       eval_collate_fn=eval_collate,
@@ -438,11 +418,6 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
         tok.save_pretrained(result.model_dir)
     return PretrainResult(result, result.model_dir, len(rows), rows.num_tokens, parameters)
 
-
-def _recipe_to_dict(recipe: PretrainRecipe) -> dict[str, Any]:
-    import dataclasses
-
-    return {f.name: to_dict(getattr(recipe, f.name)) for f in dataclasses.fields(recipe)}
 
 
 

@@ -20,18 +20,13 @@ built or a step is taken.
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
-
-import yaml
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 from nlp._common import ConfigError, NlpError, did_you_mean
-from nlp.train import settings as _settings
-from nlp.train.settings import TrainSettings, apply_overrides, parse_overrides, to_dict
+from nlp.train.schema import Problem, Settings, build, format_problems, read_yaml, to_dict
+from nlp.train.settings import TrainSettings
 
 __all__ = [
     "Recipe",
@@ -44,20 +39,18 @@ __all__ = [
     "recipe_from_dict",
     "recipe_to_dict",
     "check_recipe",
+    "check_model_section",
 ]
 
-TASK_NAMES = ("text-classification", "token-classification", "question-answering")
-
-
 @dataclass
-class TaskSection:
+class TaskSection(Settings):
     # text-classification (single texts and pairs), token-classification (NER),
     # question-answering (extractive, SQuAD/CMRC2018 format); aliases: ner, qa, classification
     name: str = "text-classification"
 
 
 @dataclass
-class ModelSection:
+class ModelSection(Settings):
     """Where the model comes from: a hub name / local directory, or a preset to build."""
 
     name: str | None = None  # hub name (`nlp hub ls`), owner/repo, or a local model directory
@@ -70,22 +63,30 @@ class ModelSection:
 
 
 @dataclass
-class TokenizerTraining:
+class TokenizerTraining(Settings):
     """Train a jieba+BPE hybrid tokenizer on the training texts (saved into the run dir)."""
 
     vocab_size: int = 12000  # must exceed 2 x the distinct characters + 5 (reviews-zh: ~8,700)
     word_fraction: float = 0.5  # budget share for whole jieba words (rest: BPE merges)
     min_frequency: int = 2
 
+    def problems(self) -> Iterator[Problem]:
+        if self.vocab_size < 100:
+            yield Problem("vocab_size", f"vocab_size must be >= 100, got {self.vocab_size}")
+        if not 0.0 <= self.word_fraction <= 1.0:
+            yield Problem("word_fraction", f"word_fraction must lie in [0, 1], got {self.word_fraction}")
+        if self.min_frequency < 1:
+            yield Problem("min_frequency", f"min_frequency must be >= 1, got {self.min_frequency}")
+
 
 @dataclass
-class TokenizerSection:
+class TokenizerSection(Settings):
     name: str | None = None  # hub name or directory; null: the model's own (model.name)
     train: TokenizerTraining | None = None  # train one on the fly instead
 
 
 @dataclass
-class DataSection:
+class DataSection(Settings):
     """What data, and how examples become features (batching itself is `train.data`)."""
 
     dataset: str | None = None  # a named dataset (`nlp data ls`): built-in, or public + files
@@ -106,101 +107,22 @@ class DataSection:
     # or truncated (its tail neither trained on nor scored)
     long_sentences: Literal["split", "truncate"] = "split"
 
-    def _check(self) -> list[str]:
-        errors = []
+    def problems(self) -> Iterator[Problem]:
         for name in ("max_length", "doc_stride", "max_answer_length", "max_train_samples", "max_eval_samples"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                errors.append(f"{name} must be >= 1, got {value}")
-        return errors
+                yield Problem(name, f"{name} must be >= 1, got {value}")
 
 
 @dataclass
-class Recipe:
+class Recipe(Settings):
     task: TaskSection = field(default_factory=TaskSection)
     model: ModelSection = field(default_factory=ModelSection)
     tokenizer: TokenizerSection = field(default_factory=TokenizerSection)
     data: DataSection = field(default_factory=DataSection)
     train: TrainSettings = field(default_factory=TrainSettings)
-    source: str | None = field(default=None, compare=False)  # the file it was read from
-
-
-# --------------------------------------------------------------------------- schema
-
-
-def _coerce(value: Any, tp: Any, key: str, errors: list[str]) -> Any:
-    """The engine's coercion (numbers, bools, Literals, nested dataclasses), plus the free-form
-    mappings and lists recipes need."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType) and type(None) in args:
-        if value is None or (isinstance(value, str) and value.lower() in {"null", "none", "~"}):
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _coerce(value, inner, key, errors)
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            errors.append(f"{key}: expected a mapping (key: value), got {value!r}")
-            return None
-        if args and args[1] is str:
-            bad = [k for k, v in value.items() if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
-            if bad:
-                errors.append(f"{key}: expected text values, got {', '.join(f'{k}={value[k]!r}' for k in bad)}")
-                return None
-            return {str(k): str(v) for k, v in value.items()}
-        return {str(k): v for k, v in value.items()}
-    if origin is list:
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, (list, tuple)):
-            errors.append(f"{key}: expected a list like [a, b], got {value!r}")
-            return None
-        return [str(v) for v in value]
-    if dataclasses.is_dataclass(tp) and tp is not TrainSettings:
-        if isinstance(value, tp):
-            return value
-        if not isinstance(value, Mapping):
-            errors.append(f"{key}: expected a mapping of {', '.join(f.name for f in dataclasses.fields(tp))}, got {value!r}")
-            return None
-        return _build(tp, value, f"{key}.", errors)
-    return _settings._coerce(value, tp, key, errors)
-
-
-def _build(cls: type, data: Mapping[str, Any], prefix: str, errors: list[str]) -> Any:
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "source"}
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in fields:
-            errors.append(f"{prefix}{key}: unknown key.{did_you_mean(str(key), fields)}"
-                          f" Valid keys here: {', '.join(fields)}.")
-            continue
-        if hints[key] is TrainSettings:
-            if value is not None and not isinstance(value, Mapping):
-                errors.append(f"{prefix}{key}: expected a mapping of training settings, got {value!r}")
-                continue
-            obj = _settings._build(TrainSettings, value or {}, f"{prefix}{key}.", errors)
-            errors += _settings._collect_checks(obj, f"{prefix}{key}.")
-            values[key] = obj
-            continue
-        before = len(errors)
-        coerced = _coerce(value, hints[key], f"{prefix}{key}", errors)
-        if len(errors) == before or dataclasses.is_dataclass(coerced):  # keep a section with bad keys
-            values[key] = coerced
-    obj = cls.__new__(cls)
-    for name, f in fields.items():
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        object.__setattr__(obj, name, values.get(name, default))
-    if cls is Recipe:
-        object.__setattr__(obj, "source", None)
-    if hasattr(obj, "_check"):
-        errors += [f"{prefix}{e}" for e in obj._check()]
-    return obj
-
-
-def _format(errors: list[str], source: str | None) -> str:
-    where = f" in {source}" if source else ""
-    head = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}{where}:"
-    return "\n".join([head, *(f"  - {e}" for e in errors)])
+    # the file it was read from; not a setting (init=False): neither read nor written as one
+    source: str | None = field(default=None, compare=False, init=False)
 
 
 def recipe_from_dict(data: Mapping[str, Any] | None, *, source: str | None = None,
@@ -208,14 +130,11 @@ def recipe_from_dict(data: Mapping[str, Any] | None, *, source: str | None = Non
                      base_dir: str | Path | None = None) -> Recipe:
     """Build and check a Recipe; one ConfigError lists every problem (see `check_recipe`)."""
     errors: list[str] = []
-    if data is not None and not isinstance(data, Mapping):
-        raise ConfigError(f"{source or 'the recipe'}: expected a mapping of sections "
-                          f"(task, model, tokenizer, data, train), got {type(data).__name__}")
-    recipe = _build(Recipe, data or {}, "", errors)
+    recipe = build(Recipe, data, errors, source=source)
     recipe.source = source
     errors += check_recipe(recipe, check_model=check_model, base_dir=base_dir)
     if errors:
-        raise ConfigError(_format(errors, source))
+        raise ConfigError(format_problems(errors, source))
     return recipe
 
 
@@ -226,22 +145,14 @@ def load_recipe(path: str | Path, overrides: Sequence[str] = (), *,
     Relative data paths are read relative to the current directory (where the command runs),
     as a user typing a path expects.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"recipe {str(path)!r} does not exist. See `nlp recipes ls` for the "
-                          "built-in ones and `nlp recipes cp NAME DEST` to copy one.")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    data = apply_overrides(data or {}, parse_overrides(list(overrides)))
+    data = read_yaml(path, overrides, missing_hint="See `nlp recipes ls` for the built-in ones and "
+                                                   "`nlp recipes cp NAME DEST` to copy one.")
     return recipe_from_dict(data, source=str(path), check_model=check_model)
 
 
 def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
     """Plain data (what `recipe.yaml` in the run directory holds)."""
-    out = {f.name: to_dict(getattr(recipe, f.name)) for f in dataclasses.fields(recipe) if f.name != "source"}
-    return out
+    return to_dict(recipe)
 
 
 # --------------------------------------------------------------------------- semantic checks
@@ -257,7 +168,7 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
         recipe.task.name = get_task(recipe.task.name).name
     except NlpError as err:
         errors.append(f"task.name: {err}")
-    errors += _check_model(recipe.model, check_model)
+    errors += check_model_section(recipe.model, check_model)
     tok = recipe.tokenizer
     if tok.name is not None and tok.train is not None:
         errors.append("tokenizer: give either tokenizer.name (an existing tokenizer) or "
@@ -271,13 +182,6 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
             check_model(tok.name)
         except NlpError as err:
             errors.append(f"tokenizer.name: {err}")
-    if tok.train is not None:
-        if tok.train.vocab_size < 100:
-            errors.append(f"tokenizer.train.vocab_size must be >= 100, got {tok.train.vocab_size}")
-        if not 0.0 <= tok.train.word_fraction <= 1.0:
-            errors.append(f"tokenizer.train.word_fraction must lie in [0, 1], got {tok.train.word_fraction}")
-        if tok.train.min_frequency < 1:
-            errors.append(f"tokenizer.train.min_frequency must be >= 1, got {tok.train.min_frequency}")
     errors += _check_data(recipe.data, base_dir)
     if recipe.task.name == "question-answering" and recipe.data.doc_stride >= recipe.data.max_length:
         errors.append(f"data.doc_stride ({recipe.data.doc_stride}) must be smaller than "
@@ -285,7 +189,11 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
     return errors
 
 
-def _check_model(model: ModelSection, check_model: Callable[[str], None] | None) -> list[str]:
+def check_model_section(model: ModelSection, check_model: Callable[[str], None] | None = None) -> list[str]:
+    """Problems of a model section (of a fine-tuning or a pretraining recipe): where the model
+    comes from, and whether its architecture (the preset's or a local config.json, with
+    `model.config` applied) is one that can be built. `check_model` asks the hub about a name
+    that is not a local directory (UnknownNameError with a did-you-mean)."""
     from nlp.models import PRESETS
 
     errors = []
@@ -310,7 +218,25 @@ def _check_model(model: ModelSection, check_model: Callable[[str], None] | None)
         # Without the hub (library use), only local directories can be loaded.
         if "/" in model.name or model.name.startswith((".", "~")):
             errors.append(f"model.name: {model.name!r} is not a directory")
+    if not errors:
+        errors += _check_architecture(model)
     return errors
+
+
+def _check_architecture(model: ModelSection) -> list[str]:
+    """The config the model will be built from, checked now (sizes included: an absurd one
+    would otherwise allocate until the machine runs out of memory, after the data is read).
+    A hub name's config.json is checked when it is downloaded, before the model is built."""
+    from nlp.models import ErnieConfig, preset_config
+
+    try:
+        if model.preset is not None:
+            preset_config(model.preset, **model.config)
+        elif model.name is not None and (Path(model.name).expanduser() / "config.json").is_file():
+            ErnieConfig.from_pretrained(Path(model.name).expanduser(), **model.config)
+    except (TypeError, ValueError) as err:  # ConfigError, or a key ErnieConfig cannot take
+        return [f"model.config: {err}"]
+    return []
 
 
 def _check_data(data: DataSection, base_dir: str | Path | None) -> list[str]:
