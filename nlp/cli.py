@@ -34,9 +34,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """`parser.parse_args`, except that a command's `key.sub=value` overrides may also come after
+    its options (`nlp finetune R --validate-only a=1`): argparse stops filling a `nargs="*"`
+    positional at the first option and would refuse the rest."""
+    args, rest = parser.parse_known_args(argv)
+    if rest and isinstance(getattr(args, "overrides", None), list) \
+            and not any(item.startswith("-") for item in rest):
+        args.overrides += rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

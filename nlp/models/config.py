@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,15 @@ from typing import Any
 
 from nlp._common import ConfigError, atomic_write, did_you_mean
 
-__all__ = ["ErnieConfig", "CONFIG_NAME", "SUPPORTED_ACTIVATIONS"]
+__all__ = ["ErnieConfig", "CONFIG_NAME", "SUPPORTED_ACTIVATIONS", "MAX_PARAMETERS"]
 
 CONFIG_NAME = "config.json"
+# The largest encoder a config may describe: 20 billion parameters (80 GB of fp32 weights),
+# twice the largest ERNIE 3.0. More is a typo (`num_hidden_layers: 1000000000`, an extra
+# `intermediate_size` zero) that would allocate until the machine runs out of memory, so it is
+# refused before anything is allocated, as is a model whose fp32 weights exceed this machine's
+# memory (models are built in fp32 on the CPU first).
+MAX_PARAMETERS = 20_000_000_000
 
 # Activations the encoder implements (the names transformers' ACT2FN uses for them).
 SUPPORTED_ACTIVATIONS = ("gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "silu", "swish")
@@ -126,7 +133,8 @@ class ErnieConfig:
         if isinstance(self.layer_norm_eps, bool) or not isinstance(self.layer_norm_eps, (int, float)) \
                 or not 0 < self.layer_norm_eps < 1:
             raise ConfigError(f"layer_norm_eps must be a float in (0, 1), got {self.layer_norm_eps!r}")
-        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+        if isinstance(self.initializer_range, bool) or not isinstance(self.initializer_range, (int, float)) \
+                or not 0 < self.initializer_range < math.inf:
             raise ConfigError(f"initializer_range must be > 0, got {self.initializer_range!r}")
         if self.pad_token_id is not None and not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(
@@ -138,6 +146,36 @@ class ErnieConfig:
             raise ConfigError(
                 "use_task_id=True needs model_type='ernie' (BERT has no task-type embedding)"
             )
+        self._check_size()
+
+    def _check_size(self) -> None:
+        n = self.num_parameters
+        size = 4 * n  # bytes of fp32 weights
+        memory = _physical_memory()
+        if n <= MAX_PARAMETERS and (memory is None or size <= memory):
+            return
+        limit = (f"more than the {MAX_PARAMETERS:,} parameters a config may describe" if n > MAX_PARAMETERS
+                 else f"more than this machine's memory ({_gib(memory)})")
+        sizes = ", ".join(f"{k}={getattr(self, k)}" for k in (
+            "vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
+            "max_position_embeddings", "type_vocab_size"))
+        raise ConfigError(
+            f"this config describes a model of about {n:,} parameters ({size:,} bytes = {_gib(size)} "
+            f"of fp32 weights), {limit}; check the sizes ({sizes})"
+        )
+
+    @property
+    def num_parameters(self) -> int:
+        """The parameters of the encoder this config describes (embeddings, layers, pooler; a
+        task head adds at most a vocabulary-sized bias and one hidden x hidden matrix)."""
+        h, i = self.hidden_size, self.intermediate_size
+        rows = self.vocab_size + self.max_position_embeddings + self.type_vocab_size
+        if self.use_task_id:
+            rows += self.task_type_vocab_size
+        embeddings = rows * h + 2 * h  # tables + LayerNorm
+        layer = 4 * (h * h + h) + 2 * h + 2 * h * i + i + h + 2 * h  # QKV + output, norm, FFN, norm
+        pooler = h * h + h
+        return embeddings + self.num_hidden_layers * layer + pooler
 
     # ------------------------------------------------------------------ dict / JSON
     @property
@@ -191,7 +229,10 @@ class ErnieConfig:
             raise ConfigError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path} must hold a JSON object, got {type(data).__name__}")
-        return cls.from_dict(data, **overrides)
+        try:
+            return cls.from_dict(data, **overrides)
+        except ConfigError as err:  # name the file: it may be one of many in a cache
+            raise ConfigError(f"{path}: {err}") from None
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, **overrides: Any) -> "ErnieConfig":
@@ -211,3 +252,15 @@ class ErnieConfig:
     def replace(self, **changes: Any) -> "ErnieConfig":
         """A copy with some fields changed (validated again)."""
         return self.from_dict(self.to_dict(), **changes)
+
+
+def _physical_memory() -> int | None:
+    """Bytes of RAM of this machine, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB"

@@ -5,7 +5,8 @@
                       collate_fn=collate, eval_dataset=dev, compute_metrics=metrics)
     trainer.train()
 
-Settings are typed dataclasses (`nlp.train.settings`) shared with the recipe files; see
+Settings are typed dataclasses (`nlp.train.settings`) shared with the recipe files, built and
+checked by one schema engine (`nlp.train.schema`); see
 docs/training.md for the knobs, the run directory layout and data-parallel launching.
 """
 
@@ -13,6 +14,7 @@ from nlp.train.checkpoint import TrainerState
 from nlp.train.errors import TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction
 from nlp.train.sampling import RandomBatchSampler
+from nlp.train.schema import apply_overrides, from_dict, parse_overrides, to_dict
 from nlp.train.settings import (
     CheckpointSettings,
     DataSettings,
@@ -21,10 +23,6 @@ from nlp.train.settings import (
     OptimSettings,
     ScheduleSettings,
     TrainSettings,
-    apply_overrides,
-    from_dict,
-    parse_overrides,
-    to_dict,
 )
 from nlp.train.trainer import Trainer, TrainResult
 

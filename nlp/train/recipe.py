@@ -229,13 +229,14 @@ def _check_architecture(model: ModelSection) -> list[str]:
     A hub name's config.json is checked when it is downloaded, before the model is built."""
     from nlp.models import ErnieConfig, preset_config
 
+    with_config = " (with model.config)" if model.config else ""
     try:
         if model.preset is not None:
             preset_config(model.preset, **model.config)
         elif model.name is not None and (Path(model.name).expanduser() / "config.json").is_file():
             ErnieConfig.from_pretrained(Path(model.name).expanduser(), **model.config)
     except (TypeError, ValueError) as err:  # ConfigError, or a key ErnieConfig cannot take
-        return [f"model.config: {err}"]
+        return [f"model.config: {err}" if model.preset is not None else f"model{with_config}: {err}"]
     return []
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import transformers
@@ -71,3 +72,63 @@ def test_bad_json(tmp_path):
         ErnieConfig.from_pretrained(tmp_path)
     with pytest.raises(ConfigError, match="no config file"):
         ErnieConfig.from_pretrained(tmp_path / "missing")
+
+
+def _tiny(**changes):
+    return {**ErnieConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                          intermediate_size=64).to_dict(), **changes}
+
+
+def test_num_parameters_is_the_encoder_size():
+    from nlp.models import ErnieModel
+
+    for config in (ErnieConfig(**{k: v for k, v in _tiny().items() if k != "id2label"}),
+                   ErnieConfig(vocab_size=90, hidden_size=16, num_attention_heads=2, num_hidden_layers=1,
+                               intermediate_size=40, use_task_id=True, task_type_vocab_size=16)):
+        assert config.num_parameters == sum(p.numel() for p in ErnieModel(config).parameters())
+
+
+@pytest.mark.parametrize("changes", [{"num_hidden_layers": 10**9}, {"intermediate_size": 10**12}])
+def test_an_absurd_size_is_refused_before_anything_is_allocated(tmp_path, changes):
+    """Issue 15: such a config.json allocated until the machine ran out of memory."""
+    import time
+
+    import nlp
+    from nlp.models import ErnieModel
+    from nlp.models.config import MAX_PARAMETERS
+
+    (tmp_path / "config.json").write_text(json.dumps(_tiny(**changes)))
+    for load in (ErnieConfig.from_pretrained, ErnieModel.from_pretrained, nlp.AutoModel.from_pretrained):
+        start = time.perf_counter()
+        with pytest.raises(ConfigError) as err:
+            load(tmp_path)
+        assert time.perf_counter() - start < 0.5
+        msg = str(err.value)
+        key, value = next(iter(changes.items()))
+        assert str(tmp_path / "config.json") in msg and f"{key}={value}" in msg
+        assert f"more than the {MAX_PARAMETERS:,} parameters" in msg
+        figures = [int(x.replace(",", "")) for x in re.findall(r"about ([\d,]+) parameters \(([\d,]+) bytes", msg)[0]]
+        assert figures[0] > MAX_PARAMETERS and figures[1] == 4 * figures[0]
+
+
+def test_a_model_larger_than_the_memory_is_refused(monkeypatch):
+    from nlp.models import config as config_module
+
+    monkeypatch.setattr(config_module, "_physical_memory", lambda: 2**20)  # a 1 MiB machine
+    with pytest.raises(ConfigError, match=r"more than this machine's memory \(0.0 GiB\)"):
+        ErnieConfig(**{k: v for k, v in _tiny(vocab_size=10000).items() if k != "id2label"})
+    ErnieConfig(**{k: v for k, v in _tiny().items() if k != "id2label"})  # 0.1 MiB of weights: fine
+
+
+@pytest.mark.parametrize("value", [2.5, 1e9, 0, -3, "12", True, None])
+def test_sizes_must_be_positive_integers(tmp_path, value):
+    (tmp_path / "config.json").write_text(json.dumps(_tiny(num_hidden_layers=value)))
+    with pytest.raises(ConfigError, match=f"num_hidden_layers must be a positive int, got {value!r}"):
+        ErnieConfig.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("field", ["initializer_range", "layer_norm_eps", "hidden_dropout_prob"])
+def test_non_finite_floats_are_refused(field):
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match=field):
+            ErnieConfig(**{field: value})
