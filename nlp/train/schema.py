@@ -92,7 +92,7 @@ class Settings:
 def _validate(obj: Any) -> list[Problem]:
     """The problems of a settings object: non-finite floats first, then its own checks (those
     about a field already refused as non-finite are left out: they would repeat it)."""
-    nonfinite = [Problem(f.name, f"{f.name} must be a finite number, got {value!r}")
+    nonfinite = [Problem(f.name, f"{f.name} must {'hold finite numbers' if isinstance(value, tuple) else 'be a finite number'}, got {value!r}")
                  for f in dataclasses.fields(obj) if _has_nonfinite(value := getattr(obj, f.name))]
     refused = {p.field for p in nonfinite}
     own = [Problem(*p) for p in obj.problems()]

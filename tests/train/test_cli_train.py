@@ -141,3 +141,48 @@ def test_accelerate_launch_runs_nlp_finetune_on_two_processes(tmp_path):
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["processes"] == 2 and summary["steps"] == 3
     assert proc.stdout.count("run: ") == 1  # one report, from the main process
+
+
+@pytest.mark.parametrize("command,recipe", [("finetune", "recipes/sentiment-reviews.yaml"),
+                                            ("pretrain", "recipes/pretrain/ernie-tiny-zh.yaml")])
+def test_validate_only_takes_overrides_before_or_after_it(command, recipe, tmp_path, capsys):
+    """Issue 15: `nlp finetune RECIPE --validate-only key=value` was refused by argparse."""
+    out = tmp_path / "out"
+    for args in (["--validate-only", f"train.output_dir={out}", "train.max_steps=2"],
+                 [f"train.output_dir={out}", "--validate-only", "train.max_steps=2"],
+                 [f"train.output_dir={out}", "train.max_steps=2", "--validate-only"]):
+        assert main([command, recipe, *args]) == 0, args
+        assert "OK" in capsys.readouterr().out and not out.exists()
+    assert main([command, recipe, "--validate-only", f"train.output_dir={out}", "train.optim.lr=inf"]) == 2
+    assert "train.optim.lr: expected a finite number, got 'inf'" in capsys.readouterr().err
+    # the overrides keep their order: the last one wins
+    assert main([command, recipe, "train.optim.lr=nan", "--validate-only", "train.optim.lr=1e-4"]) == 0
+    with pytest.raises(SystemExit):  # an unknown option is still an error
+        main([command, recipe, "--validate-only", "--no-such-flag", "train.max_steps=2"])
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value,shown", [("nan", "'nan'"), ("inf", "'inf'"), (".inf", "inf"), ("1e999", "'1e999'")])
+def test_non_finite_learning_rates_fail_validation(value, shown, tmp_path, capsys):
+    out = tmp_path / "never"
+    code = main(["finetune", "recipes/sentiment-reviews.yaml", "--validate-only", f"train.optim.lr={value}",
+                 f"train.output_dir={out}"])
+    assert code == 2 and not out.exists()
+    assert f"train.optim.lr: expected a finite number, got {shown}" in capsys.readouterr().err
+
+
+def test_an_absurd_model_size_fails_fast_without_a_traceback(tmp_path, capsys):
+    """Issue 15: num_hidden_layers 10**9 in a config.json allocated until memory ran out."""
+    import time
+
+    model = tmp_path / "huge"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"hidden_size": 32, "num_attention_heads": 2,
+                                                   "num_hidden_layers": 10**9}))
+    out = tmp_path / "never"
+    start = time.perf_counter()
+    code = main(["finetune", "recipes/sentiment-reviews.yaml", f"model.name={model}", f"train.output_dir={out}"])
+    assert code == 2 and time.perf_counter() - start < 5 and not out.exists()  # before the data is read
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"{model / 'config.json'}: this config describes a model of about" in err
+    assert "num_hidden_layers=1000000000" in err and "bytes" in err

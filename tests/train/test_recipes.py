@@ -141,3 +141,65 @@ def test_label_set_mismatch_is_found_before_the_model_is_built(tmp_path):
         load_task_data(recipe)
     msg = str(err.value)
     assert msg.startswith("data.label_names:") and f"{train}:3" in msg and "中评" in msg
+
+
+def test_values_inside_mappings_and_lists_are_checked_by_key():
+    bad = _base(data={"files": {"train": None, "dev": ["a"]}, "label_names": ["neg", {"x": 1}, True]},
+                model={"config": {"hidden_size": 64}})
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(bad)
+    msg = str(err.value)
+    assert "data.files.train: expected a string, got None" in msg
+    assert "data.files.dev: expected a string, got ['a']" in msg
+    assert "data.label_names[1]: expected a string, got {'x': 1}" in msg
+    assert "data.label_names[2]: expected a string, got True (quote it" in msg
+
+
+def test_bad_values_and_cross_section_problems_are_reported_together():
+    """A section with a refused value keeps its good ones, so the checks that need them
+    (here: the dataset name) still run in the same pass."""
+    bad = _base(data={"max_length": 0, "dataset": "reviews-z"}, tokenizer={"train": {"vocab_size": 5}},
+                train={"optim": {"lr": "nan"}})
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(bad)
+    msg = str(err.value)
+    assert msg.startswith("4 problems"), msg
+    for part in ("data.max_length must be >= 1, got 0", "tokenizer.train.vocab_size must be >= 100, got 5",
+                 "train.optim.lr: expected a finite number, got 'nan'",
+                 "data.dataset: unknown dataset 'reviews-z'. Did you mean 'reviews-zh'?"):
+        assert part in msg, msg
+
+
+def test_the_model_config_is_checked_at_validation(tmp_path):
+    """An absurd architecture is refused when the recipe is read, not after the data is."""
+    with pytest.raises(ConfigError, match=r"model.config: this config describes a model of about [\d,]+ parameters"):
+        recipe_from_dict(_base(model={"config": {"num_hidden_layers": 10**9}}))
+    with pytest.raises(ConfigError, match="model.config: num_hidden_layers must be a positive int, got 2.5"):
+        recipe_from_dict(_base(model={"config": {"num_hidden_layers": 2.5}}))
+    model_dir = tmp_path / "huge"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps({"hidden_size": 32, "num_attention_heads": 2,
+                                                       "intermediate_size": 10**12}))
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(_base(model={"preset": None, "name": str(model_dir)}, tokenizer={"train": None}))
+    assert f"model: {model_dir / 'config.json'}: this config describes a model of about" in str(err.value)
+
+
+def test_one_yaml_loader_for_fine_tuning_and_pretraining(tmp_path):
+    from nlp.train.pretrain import load_pretrain_recipe
+
+    for load in (load_recipe, load_pretrain_recipe):
+        with pytest.raises(ConfigError, match="does not exist"):
+            load(tmp_path / "missing.yaml")
+        listed = tmp_path / "list.yaml"
+        listed.write_text("- a\n- b\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match="expected a mapping of sections"):
+            load(listed)
+        gbk = tmp_path / "gbk.yaml"
+        gbk.write_bytes("train: {output_dir: 运行}\n".encode("gbk"))
+        with pytest.raises(ConfigError, match="is not UTF-8 text"):
+            load(gbk)
+        good = tmp_path / "good.yaml"
+        good.write_text("train: {output_dir: out}\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match=r"train.optim.lr: expected a finite number, got 'inf'"):
+            load(good, ["train.optim.lr=inf"])

@@ -75,3 +75,63 @@ def test_metric_direction_defaults():
     assert not from_dict(TrainSettings, {"eval": {"metric": "loss"}}).eval.higher_is_better
     assert from_dict(TrainSettings, {"eval": {"metric": "f1"}}).eval.higher_is_better
     assert not from_dict(TrainSettings, {"eval": {"metric": "f1", "greater_is_better": False}}).eval.higher_is_better
+
+
+def _float_keys(cls, prefix=""):
+    """The dotted key of every float setting of `cls` (nested sections included)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            yield from _float_keys(tp, f"{prefix}{f.name}.")
+        elif float in (tp, *typing.get_args(tp)) and typing.get_origin(tp) is not tuple:
+            yield f"{prefix}{f.name}"  # (the betas pair has its own test)
+
+
+FLOAT_KEYS = sorted(_float_keys(TrainSettings))
+
+
+def test_the_float_settings_are_all_found():
+    assert {"epochs", "optim.lr", "optim.eps", "optim.max_grad_norm", "schedule.warmup_ratio"} <= set(FLOAT_KEYS)
+
+
+@pytest.mark.parametrize("key", FLOAT_KEYS)
+def test_non_finite_numbers_are_refused_for_every_float_setting(key):
+    """Issue 15: train.optim.lr=nan and =inf passed validation; inf trained to a NaN model."""
+    for raw in ("nan", "inf", "-inf", ".nan", "-.inf", "1e999"):
+        data = apply_overrides({}, parse_overrides([f"{key}={raw}"]))
+        with pytest.raises(ConfigError) as err:
+            from_dict(TrainSettings, data, prefix="train.")
+        assert f"train.{key}: expected a finite number, got" in str(err.value), (raw, str(err.value))
+        assert str(err.value).startswith("1 problem")
+
+
+def test_non_finite_numbers_are_refused_in_tuples_and_on_direct_construction():
+    from nlp.train import OptimSettings
+
+    with pytest.raises(ConfigError, match=r"optim.betas\[1\]: expected a finite number, got 'nan'"):
+        from_dict(TrainSettings, {"optim": {"betas": "0.9,nan"}})
+    with pytest.raises(ConfigError, match="lr must be a finite number, got inf"):
+        OptimSettings(lr=float("inf"))
+    with pytest.raises(ConfigError) as err:
+        OptimSettings(lr=float("-inf"), betas=(0.9, float("nan")))
+    msg = str(err.value)  # each field once: "lr must be > 0" would only repeat it
+    assert msg.startswith("2 problems in OptimSettings") and "lr must be > 0" not in msg
+    assert "betas must hold finite numbers, got (0.9, nan)" in msg
+
+
+def test_settings_are_constructed_normally_and_bad_values_do_not_hide_others():
+    """Each section is built by its constructor (its own checks run); a section whose values
+    were refused still reports the checks that involve its other fields."""
+    bad = {"data": {"batch_size": 0, "batching": "packed", "num_workers": -1, "shuffle": "no"},
+           "max_steps": 0, "epochs": 0}
+    with pytest.raises(ConfigError) as err:
+        from_dict(TrainSettings, bad)
+    msg = str(err.value)
+    for part in ("data.batch_size must be >= 1", "data.batching=packed needs pack_max_length",
+                 "data.num_workers must be >= 0", "max_steps must be >= 1"):
+        assert part in msg, msg
+    assert msg.startswith("4 problems")
