@@ -11,6 +11,7 @@ EPILOG = """examples:
   nlp finetune recipes/sentiment-reviews.yaml train.epochs=1 train.optim.lr=5e-4
   nlp finetune recipes/ner-peoples-daily.yaml train.output_dir=runs/ner2 data.max_train_samples=2000
   nlp finetune my.yaml --validate-only          # check the recipe, start nothing
+  nlp finetune my.yaml --validate-only train.optim.lr=1e-4   # overrides go before or after options
   accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no \\
       --dynamo_backend no -m nlp finetune recipes/sentiment-reviews.yaml
 

@@ -12,6 +12,7 @@ EPILOG = """examples:
   nlp pretrain recipes/pretrain/ernie-tiny-zh.yaml train.max_steps=200 train.output_dir=runs/try
   nlp pretrain recipes/pretrain/ernie-tiny-zh.yaml model.config.num_hidden_layers=2 tokenizer.vocab_size=12000
   nlp pretrain my.yaml --validate-only          # check the recipe, start nothing
+  nlp pretrain my.yaml --validate-only corpus.max_length=256   # overrides go before or after options
 
 The run directory holds checkpoints, metrics.jsonl, loss.png, eval.png and model/ (weights,
 config and tokenizer: load it with nlp.AutoModelForMaskedLM.from_pretrained(DIR)).
