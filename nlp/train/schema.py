@@ -92,8 +92,12 @@ class Settings:
 def _validate(obj: Any) -> list[Problem]:
     """The problems of a settings object: non-finite floats first, then its own checks (those
     about a field already refused as non-finite are left out: they would repeat it)."""
-    nonfinite = [Problem(f.name, f"{f.name} must {'hold finite numbers' if isinstance(value, tuple) else 'be a finite number'}, got {value!r}")
-                 for f in dataclasses.fields(obj) if _has_nonfinite(value := getattr(obj, f.name))]
+    nonfinite = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if _has_nonfinite(value):
+            what = "hold finite numbers" if isinstance(value, tuple) else "be a finite number"
+            nonfinite.append(Problem(f.name, f"{f.name} must {what}, got {value!r}"))
     refused = {p.field for p in nonfinite}
     own = [Problem(*p) for p in obj.problems()]
     return nonfinite + [p for p in own if p.field not in refused]
@@ -123,18 +127,19 @@ def from_dict(cls: type, data: Any, *, prefix: str = "", source: str | None = No
     errors: list[str] = []
     obj = build(cls, data, errors, prefix=prefix, source=source)
     if errors:
-        raise ConfigError(format_problems(errors, source or "the settings"))
+        raise ConfigError(format_problems(errors, source or cls.__name__))
     return obj
 
 
 def build(cls: type, data: Any, errors: list[str], *, prefix: str = "", source: str | None = None) -> Any:
-    """`from_dict` that appends its messages to `errors` instead of raising, and always returns
-    a valid object (bad values replaced by their defaults), so a caller can go on checking."""
+    """`from_dict` that appends its messages to `errors` instead of raising (unless `data` is
+    not a mapping at all) and returns a valid object (refused values replaced by their
+    defaults), so that a caller can go on with the checks that span sections."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):  # nothing else can be checked
         keys = ", ".join(f.name for f in dataclasses.fields(cls) if f.init)
-        raise ConfigError(f"{prefix.rstrip('.') or source or 'the settings'}: expected a mapping of "
+        raise ConfigError(f"{prefix.rstrip('.') or source or cls.__name__}: expected a mapping of "
                           f"{keys}; got {type(data).__name__} {data!r}")
     return _build(cls, data, prefix, errors)
 
