@@ -9,11 +9,12 @@ A recipe is YAML with five sections::
     data:      {dataset: reviews-zh, max_length: 128} # or {files: {train: a.json, dev: b.json}}
     train:     {...}                                  # nlp.train.TrainSettings, see docs/training.md
 
-`load_recipe(path, overrides)` reads the YAML, applies `key.sub=value` overrides, and reports
+`load_recipe(path, overrides)` reads the YAML, applies `key.sub=value` overrides (both through
+the schema engine, `nlp.train.schema`, which the pretraining recipe shares), and reports
 EVERY problem at once in one `ConfigError`: unknown keys (with a did-you-mean), wrong types,
-bad values, unknown task / preset / dataset names, missing data files, and an unknown model name
-when a `check_model` callable is given (the CLI passes one that asks the hub's registry, which
-`nlp.train` may not import). Problems that need the data itself (a label set that does not
+bad values, unknown task / preset / dataset names, missing data files, a model architecture
+that cannot be built, and an unknown model name when a `check_model` callable is given (the
+CLI passes one that asks the hub's registry, which `nlp.train` may not import). Problems that need the data itself (a label set that does not
 match it) are found by `nlp.train.finetune` while reading the data, still before the model is
 built or a step is taken.
 """
