@@ -14,9 +14,9 @@ the schema engine, `nlp.train.schema`, which the pretraining recipe shares), and
 EVERY problem at once in one `ConfigError`: unknown keys (with a did-you-mean), wrong types,
 bad values, unknown task / preset / dataset names, missing data files, a model architecture
 that cannot be built, and an unknown model name when a `check_model` callable is given (the
-CLI passes one that asks the hub's registry, which `nlp.train` may not import). Problems that need the data itself (a label set that does not
-match it) are found by `nlp.train.finetune` while reading the data, still before the model is
-built or a step is taken.
+CLI passes one that asks the hub's registry, which `nlp.train` may not import). Problems that
+need the data itself (a label set that does not match it) are found by `nlp.train.finetune`
+while reading the data, still before the model is built or a step is taken.
 """
 
 from __future__ import annotations
