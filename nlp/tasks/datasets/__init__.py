@@ -1,4 +1,4 @@
-"""Datasets by name: two built-in offline corpora and a table of public Chinese datasets.
+"""Datasets by name: four built-in offline corpora and a table of public Chinese datasets.
 
     from nlp.tasks import datasets as nds
     dsd = nds.load("reviews-zh")                     # DatasetDict train/dev/test, offline
@@ -95,8 +95,11 @@ def dataset_info(name: str, *, with_stats: bool = True, cache_dir=None) -> dict:
     key = _check(name)
     if key in BUILTIN:
         spec = BUILTIN[key]
+        from nlp.tasks.datasets.builtin import package_info
+
         info = {"name": key, "task": spec.task, "description": spec.description,
-                "label_names": list(spec.label_names), "source": spec.source, "builtin": True}
+                "label_names": list(spec.label_names), "source": spec.source, "builtin": True,
+                "packages": package_info(spec), "published": spec.published or None}
         if with_stats:
             _, stats = load_builtin(key, cache_dir)
             info.update(stats)
