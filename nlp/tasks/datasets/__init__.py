@@ -26,8 +26,9 @@ __all__ = ["load", "load_dataset_by_name", "list_datasets", "dataset_info", "rea
 
 
 def list_datasets() -> list[str]:
-    """Every dataset name: built-in ones first."""
-    return [*BUILTIN, *PUBLIC]
+    """Every dataset name: built-in ones first (a name may be both: `load` reads the built-in
+    corpus, or with `data_files=` the public entry's published format, e.g. msra-ner)."""
+    return list(dict.fromkeys([*BUILTIN, *PUBLIC]))
 
 
 def _check(name: str) -> str:
@@ -64,7 +65,7 @@ def load(
     published format) or download their published files where the network allows.
     """
     key = _check(name)
-    if key in BUILTIN:
+    if key in BUILTIN and not (data_files and key in PUBLIC):
         if data_files:
             raise DataError(f"{name!r} is built in and reads installed packages; data_files= "
                             "is for the public datasets")
