@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from nlp import hub
+from nlp._common import ConfigError
 from nlp.models import (
     PRESETS,
     ErnieConfig,
@@ -136,14 +137,25 @@ class AutoModelForQuestionAnswering(_AutoModel):
     _model_class = "nlp.tasks:ErnieForQuestionAnswering"
 
 
-def pipeline(task: str, model: str | os.PathLike, tokenizer: str | os.PathLike | None = None, **kwargs: Any):
+def pipeline(task: str, model: str | os.PathLike | None = None, tokenizer: str | os.PathLike | None = None,
+             **kwargs: Any):
     """`nlp.pipeline("text-classification" | "token-classification" | "question-answering", model=...)`.
 
     `model` (and `tokenizer`, default: the model's directory) may be a hub name, an
     `owner/repo` id or a local directory; other keywords go to the task's pipeline.
+    "word-segmentation" needs no model: `nlp.pipeline("word-segmentation", user_dict=...)`.
     """
     from nlp.tasks import pipeline as task_pipeline
+    from nlp.tasks.segmentation import MODEL_FREE_TASKS
 
+    key = str(task).strip().lower().replace("_", "-")
+    if key in MODEL_FREE_TASKS:
+        if model is not None or tokenizer is not None:
+            raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
+        return MODEL_FREE_TASKS[key](**kwargs)
+    if model is None:
+        raise ConfigError(f"nlp.pipeline({task!r}) needs model= (a hub name, owner/repo or a local "
+                          f"directory); model-free tasks: {', '.join(MODEL_FREE_TASKS)}")
     hub_kwargs, kwargs = _split_kwargs(kwargs)
     model_dir = resolve(model, **hub_kwargs)
     tokenizer_dir = resolve(tokenizer, **hub_kwargs) if tokenizer is not None else None

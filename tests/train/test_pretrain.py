@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
 import torch
 
 from nlp._common import ConfigError
+from nlp.tasks import datasets as nds
 from nlp.train.corpus import build_corpus, held_out_texts
 from nlp.train.pretrain import _SparseMaskedLM, pretrain, pretrain_recipe_from_dict
 
@@ -105,18 +108,66 @@ def test_sparse_head_matches_the_dense_loss():
     assert got.predictions[0, 3] == want.logits[0, 3].argmax() and got.predictions[0, 0] == -100
 
 
-def test_corpus_excludes_held_out_texts():
-    corpus = build_corpus()
-    held = held_out_texts()
-    reviews = set(corpus["reviews"])
-    assert held["reviews"] and not reviews & set(held["reviews"])
-    sentences = set(held["peoples-daily"])
-    pd_text = "\n".join(corpus["peoples-daily"])
-    # every long held-out sentence is absent (short ones like "（完）" may recur in other text)
-    long = [s for s in sentences if len(s) >= 12]
-    assert len(long) > 1000
-    assert not [s for s in long if s in pd_text]
+@pytest.fixture(scope="module")
+def corpus_and_held():
+    return build_corpus(), held_out_texts()
+
+
+def test_corpus_has_every_source_and_no_repeated_document(corpus_and_held):
+    corpus, held = corpus_and_held
+    assert set(corpus) == {"peoples-daily", "sanguo", "reviews", "xinhua-dict", "msra", "inews"}
+    assert set(held) == set(nds.BUILTIN)  # every built-in dataset's dev and test are held out
     assert len(corpus["sanguo"]) == 120 and len(corpus["peoples-daily"]) > 10000
+    assert sum(map(len, corpus["xinhua-dict"])) > 5_000_000 and len(corpus["inews"]) > 5000
+    docs = [d for texts in corpus.values() for d in texts]
+    assert len(docs) == len(set(docs))
+    # the dictionary is running text: no pinyin, zhuyin or code lines
+    dict_text = "\n".join(corpus["xinhua-dict"][:3000])
+    assert not re.search(r"[āáǎàēéěèōóǒò]|[ㄅ-ㄩ]|郑码|笔顺编号", dict_text)
+    assert "～" not in dict_text
+
+
+def test_corpus_excludes_every_dev_and_test_text(corpus_and_held):
+    corpus, held = corpus_and_held
+    reviews = set(corpus["reviews"])
+    assert held["reviews-zh"] and not reviews & set(held["reviews-zh"])
+    joined = "\n".join(d for texts in corpus.values() for d in texts)
+    docs = {d for texts in corpus.values() for d in texts}
+    # no document IS a held-out text, whatever its length
+    assert not [t for texts in held.values() for t in texts if t in docs]
+    # the texts that really recur in a train split (inews reprints, repeated MSRA sentences,
+    # People's Daily sentences in MSRA) must be gone, and a sample of every dataset's long ones
+    dsd = {name: nds.load(name) for name in nds.BUILTIN}
+
+    def train_texts(name):
+        ds = dsd[name]["train"]
+        return ds["text"] if "text" in ds.column_names else ["".join(t) for t in ds["tokens"]]
+
+    recurring = set()
+    for name, texts in held.items():
+        recurring |= {t for t in set(texts) & set(train_texts(name)) if len(t) >= 12}
+    pd_train = "\n".join(train_texts("peoples-daily-1998-ner"))
+    recurring |= {t for t in held["msra-ner"][:3000] if len(t) >= 30 and t in pd_train}
+    assert len(recurring) > 20
+    rng = random.Random(0)
+    sample = {t for texts in held.values() for t in rng.sample([t for t in texts if len(t) >= 12], 150)}
+    # and the sentences of long held-out articles (an article may be reprinted in part)
+    for article in rng.sample(held["inews"], 40):
+        sample |= {s for s in re.split(r"(?<=[。！？])", article) if len(s) >= 20}
+    leaked = [t for t in recurring | sample if t in joined]
+    assert not leaked, leaked[:3]
+
+
+def test_held_out_filter_cuts_sentences_and_drops_whole_texts():
+    from nlp.train.corpus import HeldOut
+
+    held = HeldOut(["这是一句足够长的测试集里的句子。另一句也很长很长很长的测试句子！", "短句"])
+    doc = "训练文本开头。这是一句足够长的测试集里的句子。训练文本结尾。"
+    assert held.clean(doc) == "训练文本开头。训练文本结尾。"
+    assert held.clean(" 短句 ") is None  # a document equal to a held-out text, even a short one
+    assert held.clean("短句出现在长文里没关系") == "短句出现在长文里没关系"  # short ones recur harmlessly
+    assert held.clean("另一句也很长很长很长的测试句子！") is None  # nothing left after the cut
+    assert held.found_in("前缀另一句也很长很长很长的测试句子！后缀") == ["另一句也很长很长很长的测试句子！"]
 
 
 def test_recipe_errors_reported_together():

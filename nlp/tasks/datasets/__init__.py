@@ -1,4 +1,4 @@
-"""Datasets by name: two built-in offline corpora and a table of public Chinese datasets.
+"""Datasets by name: four built-in offline corpora and a table of public Chinese datasets.
 
     from nlp.tasks import datasets as nds
     dsd = nds.load("reviews-zh")                     # DatasetDict train/dev/test, offline
@@ -26,8 +26,9 @@ __all__ = ["load", "load_dataset_by_name", "list_datasets", "dataset_info", "rea
 
 
 def list_datasets() -> list[str]:
-    """Every dataset name: built-in ones first."""
-    return [*BUILTIN, *PUBLIC]
+    """Every dataset name: built-in ones first (a name may be both: `load` reads the built-in
+    corpus, or with `data_files=` the public entry's published format, e.g. msra-ner)."""
+    return list(dict.fromkeys([*BUILTIN, *PUBLIC]))
 
 
 def _check(name: str) -> str:
@@ -64,7 +65,7 @@ def load(
     published format) or download their published files where the network allows.
     """
     key = _check(name)
-    if key in BUILTIN:
+    if key in BUILTIN and not (data_files and key in PUBLIC):
         if data_files:
             raise DataError(f"{name!r} is built in and reads installed packages; data_files= "
                             "is for the public datasets")
@@ -95,8 +96,11 @@ def dataset_info(name: str, *, with_stats: bool = True, cache_dir=None) -> dict:
     key = _check(name)
     if key in BUILTIN:
         spec = BUILTIN[key]
+        from nlp.tasks.datasets.builtin import package_info
+
         info = {"name": key, "task": spec.task, "description": spec.description,
-                "label_names": list(spec.label_names), "source": spec.source, "builtin": True}
+                "label_names": list(spec.label_names), "source": spec.source, "builtin": True,
+                "packages": package_info(spec), "published": spec.published or None}
         if with_stats:
             _, stats = load_builtin(key, cache_dir)
             info.update(stats)

