@@ -9,8 +9,9 @@ backward keeps `mm` there. oneDNN also fuses an epilogue into the GEMM: exact GE
 residual add, which inference uses.
 
 Used for fp32 CPU tensors only; everything else (CUDA, bf16 autocast, other dtypes, a torch built
-without oneDNN, or `NLP_ONEDNN_LINEAR=0` in the environment) takes `F.linear`. Results agree with
-`F.linear` to float rounding (~1e-6).
+without oneDNN) takes `F.linear`. Results agree with `F.linear` to float rounding (~1e-6). The
+encoder calls these through its kernels (nlp.models.fast_paths), which a model picks when it is
+built: `NLP_ONEDNN_LINEAR=0` in the environment then leaves them out.
 """
 
 from __future__ import annotations
@@ -37,10 +38,16 @@ def limit_onednn_cache() -> None:
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_ENTRIES))
 
 
-@functools.cache
 def onednn_linear_available() -> bool:
-    """True when this torch has oneDNN's linear op and it agrees with `F.linear` here."""
-    if os.environ.get("NLP_ONEDNN_LINEAR", "1") == "0" or not torch.backends.mkldnn.is_available():
+    """True unless `NLP_ONEDNN_LINEAR=0` is set, when this torch has oneDNN's linear op and it
+    agrees with `F.linear` here (the op is checked once per process). Models read it when they
+    are built (nlp.models.fast_paths.select_ops)."""
+    return os.environ.get("NLP_ONEDNN_LINEAR", "1") != "0" and _onednn_linear_works()
+
+
+@functools.cache
+def _onednn_linear_works() -> bool:
+    if not torch.backends.mkldnn.is_available():
         return False
     limit_onednn_cache()
     try:
@@ -57,7 +64,7 @@ def _eligible(x: torch.Tensor, weight: torch.Tensor) -> bool:
     # Mismatched shapes go to F.linear too, for its clear error (oneDNN's names no shapes).
     return (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
             and x.dim() >= 2 and weight.dim() == 2 and x.shape[-1] == weight.shape[1]
-            and not torch.is_autocast_enabled("cpu") and onednn_linear_available())
+            and not torch.is_autocast_enabled("cpu") and _onednn_linear_works())
 
 
 def _needs_grad(*tensors: torch.Tensor | None) -> bool:

@@ -43,9 +43,9 @@ _ALIASES = (("cls.predictions.decoder.bias", "cls.predictions.bias"),)
 
 @dataclass
 class EncoderOutput:
-    """`last_hidden_state` (B, T, H), None when the model ran with `pooled_only=True`;
-    `pooler_output` (B, H), or (S, H) for packed input with S sequences in row-major order (one
-    row per sequence, like the packing collator's labels)."""
+    """`last_hidden_state` (B, T, H); `pooler_output` (B, H), or (S, H) for packed input with S
+    sequences in row-major order (one row per sequence, like the packing collator's labels;
+    nlp._packing), None without a pooler."""
 
     last_hidden_state: torch.Tensor | None
     pooler_output: torch.Tensor | None = None

@@ -11,12 +11,9 @@ Two ways to avoid computing on padding (DESIGN.md, "Performance principles"):
 Collators are small dataclasses of plain values so that DataLoader workers can pickle them,
 and they depend on nothing but torch: they work on lists of ints, never on a tokenizer object.
 
-The `pack_ids` contract (shared with nlp.models, see INTERFACES.md):
-    pack_ids: LongTensor (B, T). 0 on padding; on real tokens, k in 1..K_b for the k-th
-    sequence of row b (numbered from 1 in left-to-right order). Real tokens of one sequence are
-    contiguous, sequences within a row are left-aligned with no gap between them, and all
-    padding is at the right end of the row. Token i attends to token j iff
-    pack_ids[b, i] == pack_ids[b, j] != 0. `attention_mask == (pack_ids != 0)`.
+The `pack_ids` contract with nlp.models (sequences contiguous and left-aligned, padding at the
+right end, ids 1..K per row, row-major order of sequences and of sequence labels) is written
+down once, in nlp._packing, which both layers import.
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from nlp._common import DataError, did_you_mean
+from nlp._packing import cu_seqlens as pack_ids_to_cu_seqlens  # re-exported: (cu_seqlens, max_seqlen)
 
 __all__ = [
     "DataCollatorWithPadding",
@@ -189,8 +187,8 @@ def _is_token_labels(feats: list[dict[str, Any]], kind: str, who: str) -> bool:
 def _split_keys(
     feats: list[dict[str, Any]], handled: Sequence[str], keep: Sequence[str] | None, drop: Sequence[str], who: str
 ) -> tuple[list[str], list[str]]:
-    """keep=None: the collator cannot pass keys through (packing reorders sequences)."""
-    """Return (keys to process, keys to pass through); raise on any key we do not know."""
+    """Return (keys to process, keys to pass through); raise on any key we do not know.
+    keep=None: the collator cannot pass keys through (packing reorders sequences)."""
     process, passthrough = [], []
     for key in feats[0]:
         if keep and key in keep:
@@ -361,7 +359,7 @@ class PackingCollator:
 
     Output keys: `input_ids` (pad_token_id on padding), `token_type_ids`, `position_ids`
     (restart at 0 per sequence, or the features' own position_ids when given), `attention_mask`
-    (1 on real tokens), `pack_ids` (see the module docstring for the contract), `task_type_ids`
+    (1 on real tokens), `pack_ids` (the contract: nlp._packing), `task_type_ids`
     if the features have them, and `labels`: per-token labels as (B, T) padded with
     `label_pad_id`; sequence labels as a 1-D (N,) tensor (or (N, L) multi-label) in row-major
     order — row 0's sequences first, left to right.
@@ -471,23 +469,3 @@ class PackingCollator:
             order = [i for r in rows for i in r]
             batch["labels"] = _sequence_labels([feats[i]["labels"] for i in order], who)
         return batch
-
-
-def pack_ids_to_cu_seqlens(pack_ids: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(B, T) pack_ids -> (cu_seqlens int32 (N+1,), max_seqlen) for varlen attention kernels.
-
-    cu_seqlens indexes the real tokens flattened in row-major order (`x[pack_ids != 0]`), the
-    layout flash-attn's `flash_attn_varlen_func` expects; sequence n spans
-    cu_seqlens[n]:cu_seqlens[n+1]. Relies on the contract: sequences contiguous, padding at
-    the right end.
-    """
-    if pack_ids.dim() != 2:
-        raise DataError(f"pack_ids should be (B, T), got shape {tuple(pack_ids.shape)}")
-    counts = torch.zeros(pack_ids.shape[0], int(pack_ids.max().item()) + 1 if pack_ids.numel() else 1,
-                         dtype=torch.long, device=pack_ids.device)
-    counts.scatter_add_(1, pack_ids.long(), torch.ones_like(pack_ids, dtype=torch.long))
-    lengths = counts[:, 1:].reshape(-1)  # row-major: row 0's sequences 1..K, then row 1's ...
-    lengths = lengths[lengths > 0]
-    cu = torch.zeros(lengths.numel() + 1, dtype=torch.int32, device=pack_ids.device)
-    cu[1:] = torch.cumsum(lengths, 0)
-    return cu, int(lengths.max().item()) if lengths.numel() else 0

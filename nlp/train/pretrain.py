@@ -16,9 +16,9 @@ complete model directory. Evaluation reports the MLM loss and the accuracy on ma
 of `corpus.eval_rows` held-back rows, masked once and identically at every evaluation.
 
 The loop is `nlp.train.Trainer`; what is specific to pretraining is the data (packed rows,
-`nlp.tokenizer.masking`) and `_SparseMaskedLM`, which runs the vocabulary projection only on
-the ~15% of positions that carry a label: at this model size that projection would otherwise
-cost more than the whole encoder.
+`nlp.tokenizer.masking`) and the masked-LM model with `sparse_logits=True`, which runs the
+vocabulary projection only on the ~15% of positions that carry a label: at this model size that
+projection would otherwise cost more than the whole encoder.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Any, Iterator, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import yaml
 
 from nlp._common import ConfigError, atomic_write, did_you_mean
@@ -180,34 +179,12 @@ def load_pretrain_recipe(path: str | Path, overrides: Sequence[str] = (), *,
 # --------------------------------------------------------------------------- the model
 
 
-@dataclass
-class _MLMTrainOutput:
-    loss: torch.Tensor | None
-    predictions: torch.Tensor  # (B, T) argmax at labelled positions, -100 elsewhere
-
-
-class _SparseMaskedLM(ErnieForMaskedLM):
-    """ErnieForMaskedLM whose training forward projects to the vocabulary only where a label
-    is: the same parameters, names and loss, ~6x less work in the head. Saves as
-    ErnieForMaskedLM (same class name in config.json, same keys)."""
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None) -> Any:
-        if labels is None:
-            return super().forward(input_ids, attention_mask, token_type_ids, task_type_ids, position_ids, pack_ids)
-        x = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
-                          position_ids, pack_ids).last_hidden_state  # (B, T, H)
-        where = labels.ne(-100)  # (B, T)
-        h = x[where]  # (N, H): only the labelled positions
-        h = self.mlm_norm(self.act(self.mlm_dense(h)))
-        logits = F.linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # (N, V)
-        target = labels[where]
-        loss = F.cross_entropy(logits, target) if target.numel() else logits.sum() * 0.0
-        predictions = torch.full_like(labels, -100)
-        predictions[where] = logits.detach().argmax(-1)
-        return _MLMTrainOutput(loss=loss, predictions=predictions)
+def _labelled_predictions(outputs: Any, batch: Mapping[str, Any]) -> torch.Tensor:
+    """(B, T) argmax of the sparse logits at the labelled positions, -100 elsewhere."""
+    labels = batch["labels"]
+    predictions = torch.full_like(labels, -100)
+    predictions[labels.ne(-100)] = outputs.logits.detach().argmax(-1)
+    return predictions
 
 
 def _mlm_accuracy(pred: EvalPrediction) -> dict[str, float]:
@@ -351,7 +328,8 @@ def _sinusoidal_positions_(weight: torch.Tensor, std: float) -> None:
 def _model_for(recipe: PretrainRecipe, vocab_size: int, pad_token_id: int) -> ErnieForMaskedLM:
     m = recipe.model
     if m.name is not None and m.init == "pretrained":
-        model = _SparseMaskedLM.from_pretrained(Path(m.name).expanduser(), **m.config)
+        model = ErnieForMaskedLM.from_pretrained(Path(m.name).expanduser(), **m.config)
+        model.sparse_logits = True
         if model.config.vocab_size != vocab_size:
             raise ConfigError(f"model {m.name} has vocab_size {model.config.vocab_size} but the tokenizer "
                               f"{vocab_size}; pretrain it with its own tokenizer (tokenizer.name={m.name})")
@@ -362,7 +340,7 @@ def _model_for(recipe: PretrainRecipe, vocab_size: int, pad_token_id: int) -> Er
     else:
         config = preset_config(m.preset, **m.config)
     config = config.replace(vocab_size=vocab_size, pad_token_id=pad_token_id)
-    model = _SparseMaskedLM(config)
+    model = ErnieForMaskedLM(config, sparse_logits=True)
     if m.position_init == "sinusoidal":
         _sinusoidal_positions_(model.backbone.embeddings.position.weight, config.initializer_range)
     return model
@@ -411,7 +389,7 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
     trainer = _PretrainTrainer(files, model, s, train_dataset=train_set, collate_fn=collate, eval_dataset=eval_set,
                       eval_collate_fn=eval_collate,
                       compute_metrics=_mlm_accuracy if eval_set is not None else None,
-                      preprocess_logits=lambda outputs, batch: outputs.predictions,
+                      preprocess_logits=_labelled_predictions,
                       batch_sampler=sampler, callbacks=callbacks)
     result = trainer.train()
     if state.is_main_process:

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from nlp.models import Dropout
 from nlp.models.dropout import dropout, keep_mask, residual_dropout
-from nlp.models.ernie import _attention_with_dropout
+from nlp.models.fast_paths import _attention_with_dropout
 
 
 @pytest.mark.parametrize("p", [0.05, 0.1, 0.5, 0.9])

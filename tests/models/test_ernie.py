@@ -7,7 +7,6 @@ import torch
 
 from nlp._common import DataError
 from nlp.models import PRESETS, ErnieForMaskedLM, ErnieModel, _linear, preset_config
-from nlp.models import ernie as ernie_module
 
 
 def tiny(name: str, **kw):
@@ -133,8 +132,8 @@ def _packed_batch():
 
 @pytest.mark.parametrize("name", ["ernie-3.0-nano-zh", "ernie-1.0-base-zh", "bert-base-chinese"])
 @pytest.mark.parametrize("checkpointing", [False, True])
-def test_pooled_only_equals_full_last_layer(name, checkpointing):
-    """pooled_only computes the last layer at the [CLS] positions only: same pooled output and
+def test_pooled_output_equals_full_last_layer(name, checkpointing):
+    """pooled_output computes the last layer at the [CLS] positions only: same pooled output and
     same gradients as the full model, padded and packed, with and without checkpointing."""
     torch.manual_seed(5)
     config = tiny(name, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -145,12 +144,10 @@ def test_pooled_only_equals_full_last_layer(name, checkpointing):
     ids, pack = _packed_batch()
     for batch in (padded, {"input_ids": ids, "pack_ids": pack}):
         outs, grads = [], []
-        for pooled_only in (False, True):
+        for pooled in (model(**batch).pooler_output, model.pooled_output(**batch)):
             model.zero_grad()
-            out = model(**batch, pooled_only=pooled_only)
-            assert (out.last_hidden_state is None) == pooled_only
-            (out.pooler_output * torch.linspace(-1, 1, config.hidden_size)).sum().backward()
-            outs.append(out.pooler_output.detach())
+            (pooled * torch.linspace(-1, 1, config.hidden_size)).sum().backward()
+            outs.append(pooled.detach())
             grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
         torch.testing.assert_close(outs[1], outs[0], atol=1e-6, rtol=1e-5)
         assert grads[0].keys() == grads[1].keys()
@@ -158,14 +155,14 @@ def test_pooled_only_equals_full_last_layer(name, checkpointing):
             torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-4, msg=n)
 
 
-def test_pooled_only_with_attention_dropout_trains_and_needs_a_pooler():
+def test_pooled_output_with_attention_dropout_trains_and_needs_a_pooler():
     config = tiny("ernie-3.0-nano-zh", attention_probs_dropout_prob=0.1)
     model = ErnieModel(config).train()
-    out = model(**batch_for(config), pooled_only=True)
-    out.pooler_output.sum().backward()
-    assert out.pooler_output.shape == (2, 32) and model.layers[-1].ffn_in.weight.grad is not None
+    pooled = model.pooled_output(**batch_for(config))
+    pooled.sum().backward()
+    assert pooled.shape == (2, 32) and model.layers[-1].ffn_in.weight.grad is not None
     with pytest.raises(ValueError, match="pooler"):
-        ErnieModel(config, add_pooling_layer=False)(**batch_for(config), pooled_only=True)
+        ErnieModel(config, add_pooling_layer=False).pooled_output(**batch_for(config))
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.1])
@@ -250,10 +247,10 @@ def test_task_ids_on_model_without_task_embedding():
 def test_inference_path_with_fused_activation_equals_autograd_path(name, onednn, monkeypatch):
     """Without autograd on CPU the FFN activation is fused into the GEMM: oneDNN's GELU epilogue,
     or (ReLU, or no oneDNN) in place on the GEMM output (torch._addmm_activation). Outputs must
-    equal the autograd path's, pooled_only included."""
+    equal the autograd path's, pooled_output included."""
+    monkeypatch.setenv("NLP_ONEDNN_LINEAR", "1" if onednn else "0")  # read when the model is built
     if onednn and not _linear.onednn_linear_available():
         pytest.skip("this torch has no oneDNN linear")
-    monkeypatch.setattr(_linear, "onednn_linear_available", lambda: onednn)
     torch.manual_seed(3)
     config = tiny(name)
     assert config.hidden_act in ("gelu", "relu")
@@ -261,16 +258,62 @@ def test_inference_path_with_fused_activation_equals_autograd_path(name, onednn,
     batch = batch_for(config)
     reference = model(**batch)  # grad enabled, parameters require grad: the plain path
     calls, gelu_calls = [], []
-    real, real_gelu = torch._addmm_activation, ernie_module.linear_gelu
+    real, real_gelu = torch._addmm_activation, _linear.linear_gelu
     monkeypatch.setattr(torch, "_addmm_activation", lambda *a, **k: calls.append(k) or real(*a, **k))
-    monkeypatch.setattr(ernie_module, "linear_gelu",
+    monkeypatch.setattr(_linear, "linear_gelu",
                         lambda *a: (lambda out: gelu_calls.append(out is not None) or out)(real_gelu(*a)))
     with torch.inference_mode():
         fast = model(**batch)
-        pooled = model(**batch, pooled_only=True).pooler_output
+        pooled = model.pooled_output(**batch)
     fused_by_onednn = onednn and config.hidden_act == "gelu"
     assert sum(gelu_calls) == (2 * config.num_hidden_layers if fused_by_onednn else 0)
     assert len(calls) == (0 if fused_by_onednn else 2 * config.num_hidden_layers)
     assert all(c["use_gelu"] == (config.hidden_act == "gelu") for c in calls)
     torch.testing.assert_close(fast.last_hidden_state, reference.last_hidden_state.detach(), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(pooled, reference.pooler_output.detach(), atol=1e-5, rtol=1e-5)
+
+
+def _old_sparse_head(model, ids, labels):
+    """The sparse head nlp.train.pretrain had (`_SparseMaskedLM.forward` with labels): the
+    reference the model's `sparse_logits` must reproduce bit for bit."""
+    x = model.backbone(ids).last_hidden_state
+    where = labels.ne(-100)
+    h = model.mlm_norm(model.act(model.mlm_dense(x[where])))
+    logits = torch.nn.functional.linear(h, model.backbone.embeddings.word.weight, model.mlm_bias)
+    target = labels[where]
+    loss = torch.nn.functional.cross_entropy(logits, target) if target.numel() else logits.sum() * 0.0
+    return loss, logits
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_sparse_logits_equal_the_old_sparse_head_and_the_dense_loss(dropout):
+    torch.manual_seed(0)
+    config = tiny("ernie-3.0-tiny-pico-v2-zh", hidden_dropout_prob=dropout)
+    model = ErnieForMaskedLM(config, sparse_logits=True).train()
+    ids = torch.randint(5, 101, (2, 12))
+    labels = torch.full_like(ids, -100)
+    labels[0, 3], labels[1, 5], labels[1, 6] = 7, 8, 9
+    runs = []
+    for fn in (lambda: _old_sparse_head(model, ids, labels), lambda: model(ids, labels=labels)):
+        model.zero_grad()
+        torch.manual_seed(1)
+        out = fn()
+        loss, logits = out if isinstance(out, tuple) else (out.loss, out.logits)
+        loss.backward()
+        runs.append((loss.detach(), logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (old_loss, old_logits, old_grads), (loss, logits, grads) = runs
+    assert logits.shape == (3, 101)
+    assert torch.equal(loss, old_loss) and torch.equal(logits, old_logits)
+    assert all(torch.equal(grads[n], old_grads[n]) for n in old_grads)
+    model.eval()
+    with torch.no_grad():
+        dense = model(ids)  # no labels: the full (B, T, V) logits
+        sparse = model(ids, labels=labels)
+        model.sparse_logits = False
+        dense_loss = model(ids, labels=labels).loss
+    assert dense.logits.shape == (2, 12, 101)
+    torch.testing.assert_close(sparse.logits, dense.logits[labels != -100], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(sparse.loss, dense_loss, atol=1e-6, rtol=1e-5)
+    empty = torch.full_like(ids, -100)
+    model.sparse_logits = True
+    assert model(ids, labels=empty).loss.item() == 0.0  # no labelled position: a zero loss, no NaN

@@ -57,6 +57,18 @@ def _close(a, b):
     assert diff <= ATOL, f"max abs diff {diff}"
 
 
+def _assert_same_outputs(ours, ref, batch):
+    """Our model and transformers' on one batch: the hidden states and pooled output of a
+    backbone, or the logits of a head."""
+    with torch.no_grad():
+        r, o = ref(**batch), ours(**batch)
+    if isinstance(ours, ErnieModel):
+        _close(o.last_hidden_state, r.last_hidden_state)
+        _close(o.pooler_output, r.pooler_output)
+    else:
+        _close(o.logits, r.logits)
+
+
 @pytest.mark.parametrize("name", list(TINY))
 @pytest.mark.parametrize("head", ["Model", "ForMaskedLM"])
 def test_transformers_dir_loads_here(tmp_path, name, head):
@@ -67,13 +79,7 @@ def test_transformers_dir_loads_here(tmp_path, name, head):
     ours_cls = ErnieModel if head == "Model" else ErnieForMaskedLM
     ours = ours_cls.from_pretrained(tmp_path)
     batch = _inputs(kw)
-    with torch.no_grad():
-        r, o = ref(**batch), ours(**batch)
-    if head == "Model":
-        _close(o.last_hidden_state, r.last_hidden_state)
-        _close(o.pooler_output, r.pooler_output)
-    else:
-        _close(o.logits, r.logits)
+    _assert_same_outputs(ours, ref, batch)
 
 
 @pytest.mark.parametrize("name", list(TINY))
@@ -92,13 +98,7 @@ def test_our_dir_loads_in_transformers(tmp_path, name, head):
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
     ref.eval()
     batch = _inputs(kw, seed=3)
-    with torch.no_grad():
-        r, o = ref(**batch), ours(**batch)
-    if head == "Model":
-        _close(o.last_hidden_state, r.last_hidden_state)
-        _close(o.pooler_output, r.pooler_output)
-    else:
-        _close(o.logits, r.logits)
+    _assert_same_outputs(ours, ref, batch)
 
 
 def test_training_mode_grads_match_transformers_without_dropout(tmp_path):

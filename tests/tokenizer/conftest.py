@@ -86,3 +86,17 @@ def hybrid_tok(tmp_path_factory):
     corpus = d / "corpus.txt"
     corpus.write_text("\n".join(read_reviews()[::10]) + "\n", encoding="utf-8")
     return train_hybrid_tokenizer([corpus], vocab_size=12000, user_words=["飞桨"])
+
+
+@pytest.fixture(scope="module")
+def wp(parity_dir):
+    """The WordPiece tokenizer of the parity vocabulary."""
+    from nlp.tokenizer import WordPieceTokenizer
+
+    return WordPieceTokenizer.from_pretrained(parity_dir)
+
+
+@pytest.fixture(params=["wordpiece", "hybrid"])
+def tok(request, wp, hybrid_tok):
+    """Each tokenizer kind in turn: tests that take `tok` run for both."""
+    return wp if request.param == "wordpiece" else hybrid_tok

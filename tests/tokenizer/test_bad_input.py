@@ -8,16 +8,6 @@ from nlp._common import ConfigError, DataError, UnknownNameError
 from nlp.tokenizer import WordPieceTokenizer, load_tokenizer, train_hybrid_tokenizer
 
 
-@pytest.fixture(scope="module")
-def wp(parity_dir):
-    return WordPieceTokenizer.from_pretrained(parity_dir)
-
-
-@pytest.fixture(params=["wordpiece", "hybrid"])
-def tok(request, wp, hybrid_tok):
-    return wp if request.param == "wordpiece" else hybrid_tok
-
-
 @pytest.mark.parametrize("bad", [None, 3, 1.5, b"bytes", {"a": 1}])
 def test_non_string_is_type_error(tok, bad):
     with pytest.raises(TypeError, match="text"):

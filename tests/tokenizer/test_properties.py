@@ -6,20 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nlp.tokenizer import WordPieceTokenizer
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
 CJK = st.text(st.sampled_from(list("这家餐厅的服务非常好我爱北京天安门 helo,。")), max_size=40)
-
-
-@pytest.fixture(scope="module")
-def wp(parity_dir):
-    return WordPieceTokenizer.from_pretrained(parity_dir)
-
-
-@pytest.fixture(params=["wordpiece", "hybrid"])
-def tok(request, wp, hybrid_tok):
-    return wp if request.param == "wordpiece" else hybrid_tok
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

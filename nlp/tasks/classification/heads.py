@@ -93,8 +93,8 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
                 token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> SequenceClassifierOutput:
-        pooled = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids, position_ids,
-                               pack_ids, pooled_only=True).pooler_output  # (B, H) or (S, H) packed
+        pooled = self.backbone.pooled_output(input_ids, attention_mask, token_type_ids, task_type_ids,
+                                             position_ids, pack_ids)  # (B, H) or (S, H) packed
         logits = self.classifier(self.dropout(pooled))  # (B|S, num_labels)
         loss = None if labels is None else classification_loss(self.config, logits, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)

@@ -1,0 +1,148 @@
+"""The encoder's kernels (nlp.models.fast_paths): the switch, and FastOps against the plain-torch
+reference, also with each private torch op it uses taken away."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from nlp.models import ErnieForMaskedLM, ErnieModel, _linear, fast_paths, preset_config
+from nlp.models.fast_paths import FastOps, TorchOps, select_ops
+
+
+def tiny(name: str, **kw):
+    return preset_config(name, vocab_size=101, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, intermediate_size=48, max_position_embeddings=64, **kw)
+
+
+def batches(config):
+    g = torch.Generator().manual_seed(0)
+    padded = {"input_ids": torch.randint(1, 101, (3, 11), generator=g), "attention_mask": torch.ones(3, 11, dtype=torch.long)}
+    padded["attention_mask"][0, 6:] = 0
+    pack = torch.tensor([[1] * 5 + [2] * 3 + [3] * 4 + [0], [1] * 7 + [2] * 2 + [0] * 4])
+    packed = {"input_ids": torch.randint(1, 101, pack.shape, generator=g) * pack.gt(0), "pack_ids": pack}
+    return padded, packed
+
+
+def build(config, env, monkeypatch, **env_more):
+    """A model built under the given NLP_FAST_PATHS value, with the weights of seed 3."""
+    monkeypatch.setenv("NLP_FAST_PATHS", env)
+    for key, value in env_more.items():
+        monkeypatch.setenv(key, value)
+    torch.manual_seed(3)
+    model = ErnieModel(config)
+    monkeypatch.delenv("NLP_FAST_PATHS")
+    return model
+
+
+def outputs(model, batch):
+    """What the fast paths touch: the inference forward (fused epilogues), the pooled request
+    (rows-only last layer), and the autograd forward + gradients."""
+    model.eval()
+    with torch.inference_mode():
+        hidden = model(**batch).last_hidden_state.clone()
+        pooled = model.pooled_output(**batch).clone()
+    model.zero_grad()
+    out = model(**batch)
+    (out.last_hidden_state.square().mean() + model.pooled_output(**batch).sum()).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    return hidden, pooled, out.last_hidden_state.detach(), grads
+
+
+def assert_same_outputs(got, want):
+    for a, b in zip(got[:3], want[:3]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    assert got[3].keys() == want[3].keys()
+    for n in want[3]:
+        torch.testing.assert_close(got[3][n], want[3][n], atol=1e-5, rtol=1e-4, msg=n)
+
+
+def test_the_switch_picks_the_kernels_once_per_model(monkeypatch):
+    monkeypatch.setenv("NLP_FAST_PATHS", "0")
+    assert type(select_ops()) is TorchOps
+    reference = ErnieModel(tiny("ernie-3.0-nano-zh"))
+    monkeypatch.delenv("NLP_FAST_PATHS")
+    fast = ErnieModel(tiny("ernie-3.0-nano-zh"))
+    assert type(reference.ops) is TorchOps and isinstance(fast.ops, FastOps)
+    # every layer of a model shares the model's choice, and it stays after the switch changes
+    assert all(layer.ops is reference.ops for layer in reference.layers) and reference.embeddings.ops is reference.ops
+    monkeypatch.setenv("NLP_ONEDNN_LINEAR", "0")
+    assert select_ops().onednn_linear is False and isinstance(fast.ops, FastOps)
+
+
+@pytest.mark.parametrize("name", ["ernie-3.0-nano-zh", "ernie-1.0-base-zh"])  # GELU, ReLU
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_fast_kernels_equal_the_reference(name, onednn, monkeypatch):
+    config = tiny(name)
+    for batch in batches(config):
+        want = outputs(build(config, "0", monkeypatch), batch)
+        got = outputs(build(config, "1", monkeypatch, NLP_ONEDNN_LINEAR=onednn), batch)
+        assert_same_outputs(got, want)
+
+
+def test_reference_dropout_trains(monkeypatch):
+    config = tiny("ernie-3.0-nano-zh", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    model = build(config, "0", monkeypatch).train()
+    padded, _ = batches(config)
+    out = model(**padded).last_hidden_state
+    out.sum().backward()
+    assert torch.isfinite(out).all() and model.layers[0].qkv.weight.grad is not None
+
+
+class _WithoutBinary:
+    """oneDNN's linear op without its fused-add overload (`.binary`), as an older torch has it."""
+
+    def __init__(self, op):
+        self._op = op
+
+    def __call__(self, *args):
+        return self._op(*args)
+
+
+@pytest.fixture
+def redetect_onednn():
+    """Re-run the once-per-process oneDNN check before and after the test."""
+    _linear._onednn_linear_works.cache_clear()
+    yield
+    _linear._onednn_linear_works.cache_clear()
+
+
+@pytest.mark.parametrize("missing", ["_addmm_activation", "mkldnn", "mkldnn.binary", "all"])
+@pytest.mark.parametrize("name", ["ernie-3.0-nano-zh", "ernie-1.0-base-zh"])
+def test_fallback_when_a_private_torch_op_is_missing(name, missing, monkeypatch, redetect_onednn):
+    if not _linear.onednn_linear_available() and missing != "_addmm_activation":
+        pytest.skip("this torch has no oneDNN linear to take away")
+    config = tiny(name)
+    wants = [outputs(build(config, "0", monkeypatch), batch) for batch in batches(config)]
+    if missing in ("_addmm_activation", "all"):
+        monkeypatch.delattr(torch, "_addmm_activation")
+    if missing in ("mkldnn", "all"):
+        monkeypatch.setattr(torch.ops, "mkldnn", types.SimpleNamespace())
+    if missing == "mkldnn.binary":
+        monkeypatch.setattr(torch.ops, "mkldnn", types.SimpleNamespace(
+            _linear_pointwise=_WithoutBinary(torch.ops.mkldnn._linear_pointwise)))
+    _linear._onednn_linear_works.cache_clear()
+    model = build(config, "1", monkeypatch)
+    ops = model.ops
+    assert isinstance(ops, FastOps)
+    assert ops.addmm_activation == (missing not in ("_addmm_activation", "all"))
+    assert ops.onednn_linear == (missing in ("_addmm_activation", "mkldnn.binary"))
+    assert ops.onednn_linear_add == (missing == "_addmm_activation")
+    for batch, want in zip(batches(config), wants):
+        assert_same_outputs(outputs(model, batch), want)  # a call to a missing op would raise
+
+
+def test_masked_lm_head_uses_the_models_kernels(monkeypatch):
+    config = tiny("ernie-3.0-nano-zh")
+    padded, _ = batches(config)
+    logits = []
+    for env in ("0", "1"):
+        monkeypatch.setenv("NLP_FAST_PATHS", env)
+        torch.manual_seed(3)
+        model = ErnieForMaskedLM(config).eval()
+        with torch.no_grad():
+            logits.append(model(**padded).logits)
+    torch.testing.assert_close(logits[1], logits[0], atol=1e-5, rtol=1e-5)
+    assert fast_paths.FAST_PATHS_ENV == "NLP_FAST_PATHS"
