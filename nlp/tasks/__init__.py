@@ -42,10 +42,10 @@ from nlp.tasks.pipelines import (  # noqa: E402
     QuestionAnsweringPipeline,
     TextClassificationPipeline,
     TokenClassificationPipeline,
-    pipeline,
 )
 from nlp.tasks.qa import ErnieForQuestionAnswering, QuestionAnsweringOutput, postprocess_qa, preprocess_qa  # noqa: E402
-from nlp.tasks.registry import TASKS, TaskSpec, get_task, list_tasks  # noqa: E402
+from nlp.tasks.registry import TASKS, get_task, list_tasks, pipeline, register_task  # noqa: E402
+from nlp.tasks.spec import TaskSpec  # noqa: E402
 
 __all__ += [
     "ErnieForSequenceClassification",
@@ -69,4 +69,5 @@ __all__ += [
     "TaskSpec",
     "get_task",
     "list_tasks",
+    "register_task",
 ]

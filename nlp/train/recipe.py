@@ -253,8 +253,10 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
     errors: list[str] = []
     from nlp.tasks.registry import get_task
 
+    spec = None
     try:
-        recipe.task.name = get_task(recipe.task.name).name
+        spec = get_task(recipe.task.name)
+        recipe.task.name = spec.name
     except NlpError as err:
         errors.append(f"task.name: {err}")
     errors += _check_model(recipe.model, check_model)
@@ -279,9 +281,8 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
         if tok.train.min_frequency < 1:
             errors.append(f"tokenizer.train.min_frequency must be >= 1, got {tok.train.min_frequency}")
     errors += _check_data(recipe.data, base_dir)
-    if recipe.task.name == "question-answering" and recipe.data.doc_stride >= recipe.data.max_length:
-        errors.append(f"data.doc_stride ({recipe.data.doc_stride}) must be smaller than "
-                      f"data.max_length ({recipe.data.max_length}): windows overlap by doc_stride tokens")
+    if spec is not None:
+        errors += spec.check_data(recipe.data)  # what only this task needs (QA: doc_stride < max_length)
     return errors
 
 
