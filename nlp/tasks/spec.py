@@ -50,6 +50,7 @@ class TaskSpec:
     export_inputs: ClassVar[tuple[str, ...]] = EXPORT_INPUTS
     export_outputs: ClassVar[dict[str, tuple[str, ...]]]
     # the task layer's own functions, for direct use (`ds.map(spec.preprocess, ...)`)
+    reader: ClassVar[Callable]  # path, **options -> Dataset (return_stats=True: and its ReadStats)
     preprocess: ClassVar[Callable]
     metric: ClassVar[Callable]
     postprocess: ClassVar[Callable | None] = None
@@ -73,6 +74,10 @@ class TaskSpec:
     def training_texts(self, ds: Any) -> list[str]:
         """The texts of a split, for training a tokenizer on the fly."""
         raise NotImplementedError
+
+    def summarize(self, ds: Any) -> list[str]:
+        """Lines that describe a dataset's figures (`nlp data stats`): size, label counts."""
+        return [f"{len(ds)} records"]
 
     def check_data(self, data: Any) -> list[str]:
         """Problems of the data settings that only this task has, as messages naming the key."""

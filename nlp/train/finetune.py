@@ -348,6 +348,8 @@ class _FinalScores:
             if role in self.features:
                 self.metrics.use(self.splits[role], self.features[role])
                 self.scores[role] = trainer.evaluate(self.features[role])
+        if "dev" in self.features:  # later evaluations of eval_dataset score dev again
+            self.metrics.use(self.splits["dev"], self.features["dev"])
 
 
 def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Sequence[Any] = ()) -> FinetuneResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import datasets
@@ -35,6 +36,7 @@ class ClassificationSpec(TaskSpec):
     architecture_suffix = "ForSequenceClassification"
     label_column = "label"
     export_outputs = {"logits": ("batch", "num_labels")}
+    reader = staticmethod(read_classification)
     preprocess = staticmethod(preprocess_classification)
     metric = staticmethod(classification_metrics)
 
@@ -48,6 +50,13 @@ class ClassificationSpec(TaskSpec):
         label = ds.features.get("label")
         names = getattr(label, "names", None) or getattr(getattr(label, "feature", None), "names", None)
         return list(names) if names else None
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        lines = [f"{len(ds)} records"]
+        names = self.label_names(ds)
+        if names and problem_type_of(ds.features["label"]) == "single_label_classification":
+            lines += [f"  {names[label]}: {n}" for label, n in sorted(Counter(ds["label"]).items())]
+        return lines
 
     def training_texts(self, ds: datasets.Dataset) -> list[str]:
         texts = list(ds["text"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import datasets
@@ -12,6 +13,7 @@ from nlp.tasks.ner.heads import ErnieForTokenClassification
 from nlp.tasks.ner.metrics import ner_metrics
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import preprocess_ner
+from nlp.tasks.ner.tags import get_entities
 from nlp.tasks.pipelines import TokenClassificationPipeline
 from nlp.tasks.spec import TaskSpec
 
@@ -26,6 +28,7 @@ class TokenClassificationSpec(TaskSpec):
     architecture_suffix = "ForTokenClassification"
     label_column = "ner_tags"
     export_outputs = {"logits": ("batch", "sequence", "num_labels")}
+    reader = staticmethod(read_conll)
     preprocess = staticmethod(preprocess_ner)
     metric = staticmethod(ner_metrics)
     postprocess = staticmethod(tags_to_entities)
@@ -40,6 +43,12 @@ class TokenClassificationSpec(TaskSpec):
 
     def label_names(self, ds: datasets.Dataset) -> list[str]:
         return list(ds.features["ner_tags"].feature.names)
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        names = self.label_names(ds)
+        ents = Counter(t for row in ds["ner_tags"] for t, _, _ in get_entities([names[i] for i in row]))
+        return ([f"{len(ds)} sentences, {sum(map(len, ds['tokens']))} tokens"]
+                + [f"  {type_}: {n} entities" for type_, n in sorted(ents.items())])
 
     def training_texts(self, ds: datasets.Dataset) -> list[str]:
         return ["".join(t) for t in ds["tokens"]]

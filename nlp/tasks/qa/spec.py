@@ -40,6 +40,7 @@ class QuestionAnsweringSpec(TaskSpec):
     default_max_length = 384
     input_fields = ("question", "context")
     export_outputs = {"start_logits": ("batch", "sequence"), "end_logits": ("batch", "sequence")}
+    reader = staticmethod(read_squad)
     preprocess = staticmethod(preprocess_qa)
     metric = staticmethod(cmrc2018_metrics)
     postprocess = staticmethod(postprocess_qa)
@@ -47,6 +48,9 @@ class QuestionAnsweringSpec(TaskSpec):
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
         # A question without answers is a no-answer example: a SQuAD file is always labelled.
         return read_squad(path, **dict(data.reader))
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        return [f"{len(ds)} questions, {sum(ds['is_impossible'])} unanswerable"]
 
     def training_texts(self, ds: datasets.Dataset) -> list[str]:
         return list(dict.fromkeys(ds["context"])) + list(ds["question"])
