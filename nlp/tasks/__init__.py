@@ -1,7 +1,8 @@
 """nlp.tasks: classification, NER and extractive QA — data readers, metrics, named datasets.
 
 Subpackages: `nlp.tasks.classification`, `nlp.tasks.ner`, `nlp.tasks.qa` (each: data.py,
-metrics.py; heads, preprocessing and post-processing join them), `nlp.tasks.datasets`.
+metrics.py, heads, preprocessing, post-processing, and spec.py: what the engine, the CLI and
+export need to know, registered in `nlp.tasks.registry`; docs/tasks.md), `nlp.tasks.datasets`.
 """
 
 from nlp.tasks.classification import classification_metrics, read_classification

@@ -114,7 +114,7 @@ class TaskSpec:
         unwrapped model, for tasks that decode with it)."""
         return outputs.logits
 
-    def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
+    def score(self, predictions: Sequence[Any], label_ids: Sequence[Any] | None, *, label_names: list[str] | None,
               examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any) -> dict[str, float]:
         """The task metrics of one evaluated split. `predictions[i]` is `keep_logits`' row of
         feature i, `label_ids[i]` its labels (a tuple with several label keys); `examples` and

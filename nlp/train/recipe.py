@@ -90,7 +90,7 @@ class DataSection:
 
     dataset: str | None = None  # a named dataset (`nlp data ls`): built-in, or public + files
     files: dict[str, str] = field(default_factory=dict)  # split -> local file
-    # reader options for local files (nlp.tasks readers), e.g. {text_column: sentence}
+    # reader options for local files (nlp.tasks readers), e.g. {text_column: sentence, encoding: gbk}
     reader: dict[str, Any] = field(default_factory=dict)
     label_names: list[str] | None = None  # the label (or tag) set, in id order; checked against the data
     train_split: str = "train"

@@ -93,3 +93,38 @@ def test_multi_label_data_sets_the_problem_type_and_is_scored(tmp_path):
     config = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["problem_type"] == "multi_label_classification"
     assert [config["id2label"][str(i)] for i in range(3)] == ["价格", "物流", "质量"]
+
+
+def test_final_scores_of_two_processes_match_one_process(tmp_path):
+    """The final dev evaluation runs while the process group is up: each rank scores its share
+    (QA: windows mapped back to questions after the gather), as during training."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from train._recipe_fixtures import cmrc_files
+
+    files = cmrc_files(tmp_path)
+    repo = Path(__file__).resolve().parents[2]
+
+    def overrides(out):
+        return [*tiny_overrides(out), "train.mixed_precision=no", f"data.files.train={files['train']}",
+                f"data.files.dev={files['dev']}"]
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELERATE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_port", str(port), "-m", "nlp", "finetune", str(recipe_path("qa-cmrc2018")),
+           *overrides(tmp_path / "two")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    two = json.loads((tmp_path / "two" / "results.json").read_text(encoding="utf-8"))
+    assert two["summary"]["processes"] == 2
+    one = finetune(load_recipe(recipe_path("qa-cmrc2018"), overrides(tmp_path / "one")))
+    assert two["dev"] == pytest.approx(one.dev, rel=1e-5)

@@ -128,9 +128,9 @@ def read_classification(
             raise DataError(f"{where}: expected an object with {text_column!r}, got {type(rec).__name__}")
         if has_label is None and require_labels and rec.get(label_column) in (None, ""):
             found = ", ".join(map(str, rec)) or "none"
-            raise DataError(f"{where}: no {label_column!r} label, but this file must have labels (a "
-                            f"training file); columns found: {found}. Name the label column with "
-                            "label_column= (data.reader.label_column in a recipe).")
+            raise DataError(f"{where}: no {label_column!r} label, but this file must have labels (it "
+                            f"is trained on or scored); columns found: {found}. Name the label column "
+                            "with label_column= (data.reader.label_column in a recipe).")
         if text_column not in rec:
             raise DataError(f"{where}: no {text_column!r} field (fields: {', '.join(map(str, rec))}); "
                             "pass text_column=")
