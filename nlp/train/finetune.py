@@ -128,9 +128,10 @@ def load_task_data(recipe: Recipe) -> TaskData:
     except DataError as err:
         key = "data.label_names" if "label set" in str(err) or "tag set" in str(err) else "data"
         raise ConfigError(f"{key}: {err}") from None
-    if len(splits["train"]) == 0:
-        raise ConfigError(f"data: the train split ({data.train_split!r}) is empty: {sources['train']} "
-                          "holds no records")
+    for role, ds in splits.items():  # an empty dev or test split would fail only when scored
+        if len(ds) == 0:
+            raise ConfigError(f"data: the {role} split ({wanted[role]!r}) is empty: {sources[role]} "
+                              f"holds no records" + ("" if role == "train" else f"; or set data.{role}_split: null"))
     if not spec.has_labels(splits["train"]):
         raise ConfigError(f"data: the train split ({sources['train']}) has no labels (columns: "
                           f"{', '.join(splits['train'].column_names)}; {spec.label_column!r} missing)")

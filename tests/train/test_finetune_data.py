@@ -128,3 +128,14 @@ def test_final_scores_of_two_processes_match_one_process(tmp_path):
     assert two["summary"]["processes"] == 2
     one = finetune(load_recipe(recipe_path("qa-cmrc2018"), overrides(tmp_path / "one")))
     assert two["dev"] == pytest.approx(one.dev, rel=1e-5)
+
+
+def test_an_empty_dev_file_is_refused_before_training(tmp_path):
+    # it used to fail at the first evaluation, after training steps, with a numpy traceback
+    train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    train.write_text('{"text": "很好", "label": "pos"}\n{"text": "很差", "label": "neg"}\n', encoding="utf-8")
+    dev.write_text("", encoding="utf-8")
+    recipe = _files_recipe({"train": str(train), "dev": str(dev)}, dev_split="dev")
+    with pytest.raises(ConfigError, match=rf"the dev split \('dev'\) is empty: {dev} holds no records; "
+                                          r"or set data.dev_split: null"):
+        load_task_data(recipe)
