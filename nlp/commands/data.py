@@ -72,32 +72,18 @@ def _info(args) -> int:
 
 
 def _stats(args) -> int:
-    from collections import Counter
+    import inspect
 
-    from nlp.tasks.classification.data import read_classification
-    from nlp.tasks.ner.data import read_conll
-    from nlp.tasks.ner.tags import get_entities
-    from nlp.tasks.qa.data import read_squad
+    from nlp.tasks import get_task
 
-    if args.task == "classification":
-        ds, st = read_classification(args.file, text_column=args.text_column,
-                                     text_pair_column=args.text_pair_column, label_column=args.label_column,
-                                     skip_empty=args.skip_empty, return_stats=True)
-        print(f"{len(ds)} records")
-        if "label" in ds.column_names:
-            names = ds.features["label"].names
-            for label, n in sorted(Counter(ds["label"]).items()):
-                print(f"  {names[label]}: {n}")
-    elif args.task == "ner":
-        ds, st = read_conll(args.file, on_invalid="repair" if args.repair else "error", return_stats=True)
-        names = ds.features["ner_tags"].feature.names
-        ents = Counter(t for row in ds["ner_tags"] for t, _, _ in get_entities([names[i] for i in row]))
-        print(f"{len(ds)} sentences, {sum(map(len, ds['tokens']))} tokens")
-        for type_, n in sorted(ents.items()):
-            print(f"  {type_}: {n} entities")
-    else:
-        ds, st = read_squad(args.file, return_stats=True)
-        print(f"{len(ds)} questions, {sum(ds['is_impossible'])} unanswerable")
+    spec = get_task(args.task)
+    options = {"text_column": args.text_column, "text_pair_column": args.text_pair_column,
+               "label_column": args.label_column, "skip_empty": args.skip_empty,
+               "on_invalid": "repair" if args.repair else "error", "encoding": args.encoding}
+    accepted = inspect.signature(spec.reader).parameters  # each task's reader takes its own options
+    ds, st = spec.reader(args.file, **{k: v for k, v in options.items() if k in accepted}, return_stats=True)
+    for line in spec.summarize(ds):
+        print(line)
     for reason, n in sorted(st.skipped.items()):
         print(f"  skipped: {n} {reason}")
     for reason, n in sorted(st.repaired.items()):
@@ -116,10 +102,12 @@ def register(subparsers) -> None:
     info.set_defaults(func=_info)
     stats = sub.add_parser("stats", help="read a local file, print its counts and what was skipped")
     stats.add_argument("file")
-    stats.add_argument("--task", choices=["classification", "ner", "qa"], required=True)
+    stats.add_argument("--task", required=True,
+                       help="classification, ner or qa (or any task name: text-classification, ...)")
     stats.add_argument("--text-column", default="text")
     stats.add_argument("--text-pair-column", default=None)
     stats.add_argument("--label-column", default="label")
     stats.add_argument("--skip-empty", action="store_true", help="skip empty texts instead of failing")
     stats.add_argument("--repair", action="store_true", help="repair invalid BIO/BIOES tags instead of failing")
+    stats.add_argument("--encoding", default="utf-8", help="the file's text encoding, e.g. gbk (default utf-8)")
     stats.set_defaults(func=_stats)

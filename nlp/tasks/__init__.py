@@ -1,7 +1,8 @@
 """nlp.tasks: classification, NER and extractive QA — data readers, metrics, named datasets.
 
 Subpackages: `nlp.tasks.classification`, `nlp.tasks.ner`, `nlp.tasks.qa` (each: data.py,
-metrics.py; heads, preprocessing and post-processing join them), `nlp.tasks.datasets`.
+metrics.py, heads, preprocessing, post-processing, and spec.py: what the engine, the CLI and
+export need to know, registered in `nlp.tasks.registry`; docs/tasks.md), `nlp.tasks.datasets`.
 """
 
 from nlp.tasks.classification import classification_metrics, read_classification
@@ -42,10 +43,10 @@ from nlp.tasks.pipelines import (  # noqa: E402
     QuestionAnsweringPipeline,
     TextClassificationPipeline,
     TokenClassificationPipeline,
-    pipeline,
 )
 from nlp.tasks.qa import ErnieForQuestionAnswering, QuestionAnsweringOutput, postprocess_qa, preprocess_qa  # noqa: E402
-from nlp.tasks.registry import TASKS, TaskSpec, get_task, list_tasks  # noqa: E402
+from nlp.tasks.registry import TASKS, get_task, list_tasks, pipeline, register_task  # noqa: E402
+from nlp.tasks.spec import TaskSpec  # noqa: E402
 
 __all__ += [
     "ErnieForSequenceClassification",
@@ -69,4 +70,5 @@ __all__ += [
     "TaskSpec",
     "get_task",
     "list_tasks",
+    "register_task",
 ]

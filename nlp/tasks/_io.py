@@ -17,7 +17,7 @@ from typing import Iterator
 
 from nlp._common import DataError
 
-__all__ = ["ReadStats", "iter_lines", "load_json_records"]
+__all__ = ["ReadStats", "iter_lines", "open_text", "decode_error", "load_json_records"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,28 +52,62 @@ class ReadStats:
                 "skipped": dict(self.skipped), "repaired": dict(self.repaired)}
 
 
-def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline); a missing file is a DataError."""
+def decode_error(path: str | os.PathLike, encoding: str, err: UnicodeDecodeError) -> DataError:
+    """A DataError naming the file and line where `path` stops being `encoding` text, and the
+    option that reads another encoding (the byte offset of `err` is lost when files are read in
+    chunks, so the file is decoded once more here, on the error path only)."""
+    raw = Path(path).read_bytes()
+    try:
+        raw.decode(_codec(encoding))
+    except UnicodeDecodeError as whole:
+        err = whole
+    line = raw.count(b"\n", 0, err.start) + 1
+    bad = raw[err.start:err.start + 4]
+    example = "gb18030" if _codec(encoding).lower() == "gbk" else "gbk"
+    return DataError(f"{path}:{line}: not {encoding} text (bytes {bad!r}...). Pass the file's "
+                     f"encoding, e.g. encoding='{example}' (data.reader.encoding: {example} in a recipe); "
+                     "GBK is common for Chinese files")
+
+
+def _codec(encoding: str) -> str:
+    # A UTF-8 byte-order mark (Windows editors write one) is not part of the first field.
+    return "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+
+
+def open_text(path: str | os.PathLike, encoding: str = "utf-8", newline: str | None = None):
+    """Open a text file for reading; an unknown encoding name is a DataError."""
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise DataError(f"unknown encoding {encoding!r}; e.g. 'utf-8', 'gbk', 'gb18030', 'big5'") from None
+    return open(path, encoding=_codec(encoding), newline=newline)
+
+
+def iter_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline); a missing file, or bytes that are not
+    `encoding` text, are a DataError naming the file (and line)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     try:
-        with open(path, encoding="utf-8-sig") as f:
+        with open_text(path, encoding) as f:
             for lineno, line in enumerate(f, 1):
                 yield lineno, line.rstrip("\r\n")
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err})") from err
+        raise decode_error(path, encoding, err) from None
 
 
 def load_json_records(
-    path: str | os.PathLike, stats: ReadStats | None = None
+    path: str | os.PathLike, stats: ReadStats | None = None, encoding: str = "utf-8"
 ) -> Iterator[tuple[str, object]]:
     """(location, record) pairs from a JSON array, ``{"data": [...]}``, or JSON lines.
 
     CLUE ships JSON lines under a ``.json`` name, so the content decides, not the suffix.
     """
     path = Path(path)
-    lines = list(iter_lines(path))
+    lines = list(iter_lines(path, encoding))
     text = "\n".join(line for _, line in lines).strip()
     if text.startswith("["):
         try:

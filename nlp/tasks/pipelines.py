@@ -8,7 +8,8 @@
     qa(question="谁在北京?", context="张三在北京工作")  # {"answer", "score", "start", "end"}
 
 This module loads from local directories (or takes a model and tokenizer already loaded);
-`nlp.pipeline` (nlp/auto.py) resolves hub names to directories first, then calls `pipeline` here.
+`nlp.pipeline` (nlp/auto.py) resolves hub names to directories first, then calls the factory
+`nlp.tasks.pipeline` (nlp/tasks/registry.py), which picks the class by task name.
 
 Long inputs are windowed, never silently truncated: NER runs overlapping windows over the whole
 text and takes each character's tag from the window where it has the most context on both
@@ -46,7 +47,6 @@ __all__ = [
     "QuestionAnsweringPipeline",
     "TextClassificationPipeline",
     "TokenClassificationPipeline",
-    "pipeline",
 ]
 
 logger = logging.getLogger(__name__)
@@ -266,15 +266,3 @@ class QuestionAnsweringPipeline(Pipeline):
                                 for c in p["n_best"][:top_k]])
         return results[0] if single else results
 
-
-def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None, batch_size: int = 8,
-             max_length: int | None = None) -> Pipeline:
-    """A pipeline for `task` ("text-classification", "token-classification", "question-answering",
-    or an alias such as "ner", "qa", "sentiment-analysis") from a local directory or model object.
-
-    `tokenizer` defaults to the model's directory. Hub names are resolved by `nlp.pipeline`.
-    """
-    from nlp.tasks.registry import get_task
-
-    spec = get_task(task)
-    return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length)

@@ -1,73 +1,53 @@
-"""The task table: task name -> head class, preprocessing, post-processing, metric, pipeline.
+"""The task table: task name (or alias) -> its `TaskSpec`, and the `pipeline` factory.
 
-One place that says what a task is made of, so the trainer, the CLI and `pipeline` look tasks
-up by name instead of each keeping its own list::
+Each task defines its spec in its own package (``nlp/tasks/<task>/spec.py``); this module only
+registers them, so the trainer, the CLI, export and `pipeline` look a task up by name instead
+of each keeping its own list::
 
     spec = get_task("ner")            # aliases resolve to "token-classification"
     model = spec.head.from_pretrained(d, num_labels=7)
     feats = ds.map(functools.partial(spec.preprocess, tokenizer=tok), batched=True)
+
+A new task: subclass `nlp.tasks.spec.TaskSpec` in ``nlp/tasks/<task>/spec.py`` and call
+`register_task` with an instance (docs/tasks.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
 
-from nlp._common import UnknownNameError, did_you_mean
-from nlp.models import PreTrainedEncoder
-from nlp.tasks.classification.heads import ErnieForSequenceClassification
-from nlp.tasks.classification.metrics import classification_metrics
-from nlp.tasks.classification.preprocess import preprocess_classification
-from nlp.tasks.ner.heads import ErnieForTokenClassification
-from nlp.tasks.ner.metrics import ner_metrics
-from nlp.tasks.ner.postprocess import tags_to_entities
-from nlp.tasks.ner.preprocess import preprocess_ner
-from nlp.tasks.pipelines import (
-    Pipeline,
-    QuestionAnsweringPipeline,
-    TextClassificationPipeline,
-    TokenClassificationPipeline,
-)
-from nlp.tasks.qa.heads import ErnieForQuestionAnswering
-from nlp.tasks.qa.metrics import cmrc2018_metrics
-from nlp.tasks.qa.postprocess import postprocess_qa
-from nlp.tasks.qa.preprocess import preprocess_qa
+from nlp._common import ConfigError, UnknownNameError, did_you_mean
+from nlp.tasks.classification.spec import CLASSIFICATION
+from nlp.tasks.ner.spec import TOKEN_CLASSIFICATION
+from nlp.tasks.qa.spec import QUESTION_ANSWERING
+from nlp.tasks.spec import TaskSpec
 
-__all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "get_task", "list_tasks"]
+__all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "register_task", "get_task", "list_tasks",
+           "task_of_architecture", "pipeline"]
+
+TASKS: dict[str, TaskSpec] = {}
+# Other names people use for the same tasks (transformers' and PaddleNLP's), from the specs.
+TASK_ALIASES: dict[str, str] = {}
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    """What a task is made of. `postprocess` is None where the logits' argmax is the answer."""
-
-    name: str
-    head: type[PreTrainedEncoder]
-    preprocess: Callable
-    metric: Callable
-    pipeline: type[Pipeline]
-    postprocess: Callable | None = None
+def _key(name: str) -> str:
+    return str(name).strip().lower().replace("_", "-")
 
 
-TASKS: dict[str, TaskSpec] = {
-    "text-classification": TaskSpec("text-classification", ErnieForSequenceClassification,
-                                    preprocess_classification, classification_metrics,
-                                    TextClassificationPipeline),
-    "token-classification": TaskSpec("token-classification", ErnieForTokenClassification,
-                                     preprocess_ner, ner_metrics, TokenClassificationPipeline,
-                                     tags_to_entities),
-    "question-answering": TaskSpec("question-answering", ErnieForQuestionAnswering, preprocess_qa,
-                                   cmrc2018_metrics, QuestionAnsweringPipeline, postprocess_qa),
-}
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task (its name and aliases) to the table; a name already taken is a ConfigError."""
+    for name in (spec.name, *spec.aliases):
+        key = _key(name)
+        owner = TASKS.get(key) or TASKS.get(TASK_ALIASES.get(key, ""))
+        if owner is not None and owner is not spec:
+            raise ConfigError(f"task name {name!r} is taken by {owner.name!r}")
+    TASKS[spec.name] = spec
+    TASK_ALIASES.update({_key(a): spec.name for a in spec.aliases})
+    return spec
 
-# Other names people use for the same tasks (transformers' and PaddleNLP's).
-TASK_ALIASES: dict[str, str] = {
-    "classification": "text-classification",
-    "sequence-classification": "text-classification",
-    "sentiment-analysis": "text-classification",
-    "ner": "token-classification",
-    "qa": "question-answering",
-    "extractive-qa": "question-answering",
-}
+
+for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING):
+    register_task(_spec)
 
 
 def list_tasks() -> list[str]:
@@ -77,10 +57,29 @@ def list_tasks() -> list[str]:
 
 def get_task(name: str) -> TaskSpec:
     """The task called `name` (or an alias); UnknownNameError with a did-you-mean otherwise."""
-    key = str(name).strip().lower().replace("_", "-")
+    key = _key(name)
     key = TASK_ALIASES.get(key, key)
     if key not in TASKS:
         choices = [*TASKS, *TASK_ALIASES]
         raise UnknownNameError(f"Unknown task {name!r}; valid: {', '.join(TASKS)} (aliases: "
                                f"{', '.join(TASK_ALIASES)}).{did_you_mean(key, choices)}")
     return TASKS[key]
+
+
+def task_of_architecture(architecture: str) -> TaskSpec | None:
+    """The task of a config.json `architectures` entry ("ErnieForTokenClassification"), if any."""
+    for spec in TASKS.values():
+        if architecture.endswith(spec.architecture_suffix):
+            return spec
+    return None
+
+
+def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None, batch_size: int = 8,
+             max_length: int | None = None) -> Any:
+    """A pipeline for `task` ("text-classification", "token-classification", "question-answering",
+    or an alias such as "ner", "qa", "sentiment-analysis") from a local directory or model object.
+
+    `tokenizer` defaults to the model's directory. Hub names are resolved by `nlp.pipeline`.
+    """
+    spec = get_task(task)
+    return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length)

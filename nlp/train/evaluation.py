@@ -64,7 +64,7 @@ def predict_loop(
     dataset: Sequence[Any],
     collate_fn: Callable[[list[Any]], dict[str, torch.Tensor]],
     *,
-    accelerator: Any,
+    accelerator: Any | None = None,
     batch_size: int,
     preprocess: Callable[[Any, Mapping[str, torch.Tensor]], Any],
     label_keys: Sequence[str],
@@ -72,8 +72,14 @@ def predict_loop(
 ) -> tuple[EvalPrediction, float | None]:
     """Run the model over `dataset`; return the predictions and the mean loss (None when the
     model gives none). Tokenized examples (mappings with `input_ids`) are batched longest first,
-    so that a batch holds similar lengths (little padding); predictions come back in dataset order."""
-    world, rank = accelerator.num_processes, accelerator.process_index
+    so that a batch holds similar lengths (little padding); predictions come back in dataset order.
+
+    `accelerator`: the run's (each process scores its share, the shares are gathered); None runs
+    in this process alone, on the device of the model's parameters."""
+    if accelerator is None:
+        world, rank, device = 1, 0, next(model.parameters()).device
+    else:
+        world, rank, device = accelerator.num_processes, accelerator.process_index, accelerator.device
     sampler = SequentialShardSampler(len(dataset), batch_size, num_replicas=world, rank=rank,
                                      lengths=_example_lengths(dataset))
     loader = torch.utils.data.DataLoader(
@@ -87,15 +93,15 @@ def predict_loop(
     )
     index_batches = iter(sampler)
     items: list[tuple[int, Any, Any]] = []
-    loss_sum = torch.zeros((), dtype=torch.float64, device=accelerator.device)
-    loss_count = torch.zeros((), dtype=torch.float64, device=accelerator.device)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    loss_count = torch.zeros((), dtype=torch.float64, device=device)
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
             for batch in loader:
                 indices = next(index_batches)
-                batch = {k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in batch.items()}
+                batch = {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
                 outputs = model(**batch)
                 loss = getattr(outputs, "loss", None)
                 if loss is not None:

@@ -21,24 +21,23 @@ saved tokenizer, so token ids never change under a resumed model.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import shutil
 import tempfile
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import torch
 import yaml
 from accelerate.utils import set_seed
 
 from nlp._common import ConfigError, DataError, NlpError, atomic_write
 from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config
+from nlp.tasks.registry import get_task, task_of_architecture
+from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import DataCollatorWithPadding, PackingCollator, Tokenizer, load_tokenizer
 from nlp.train.evaluation import EvalPrediction, predict_loop
 from nlp.train.recipe import Recipe, recipe_to_dict
@@ -89,72 +88,56 @@ class TaskData:
 
     splits: dict[str, Any]  # "train" / "dev" / "test" -> datasets.Dataset (missing when unused)
     label_names: list[str] | None  # None for QA and regression
+    sources: dict[str, str] = field(default_factory=dict)  # role -> the file or dataset it came from
 
 
-def _read_file(task: str, path: str, data: Any, split: str):
-    from nlp.tasks.classification.data import read_classification
-    from nlp.tasks.ner.data import read_conll, read_paddle_ner
-    from nlp.tasks.qa.data import read_squad
+def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """role -> Dataset of the splits `wanted` (role -> split name), and where each came from."""
+    from nlp.tasks.datasets import BUILTIN, PUBLIC, load, read_public_file
 
-    kwargs = dict(data.reader)
-    if task == "text-classification":
-        if data.label_names is not None:
-            kwargs.setdefault("label_names", data.label_names)
-        return read_classification(path, **kwargs)
-    if task == "token-classification":
-        fmt = kwargs.pop("format", "conll")
-        if data.label_names is not None:
-            kwargs.setdefault("label_names", data.label_names)
-        return read_paddle_ner(path, **kwargs) if fmt == "paddle" else read_conll(path, **kwargs)
-    return read_squad(path, **kwargs)
-
-
-def _labels_of(task: str, ds: Any) -> list[str] | None:
-    feats = ds.features
-    if task == "text-classification":
-        label = feats.get("label")
-        names = getattr(label, "names", None) or getattr(getattr(label, "feature", None), "names", None)
-        return list(names) if names else None
-    if task == "token-classification":
-        return list(feats["ner_tags"].feature.names)
-    return None
+    splits: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    builtin = load(data.dataset) if data.dataset is not None and data.dataset.lower() in BUILTIN else None
+    for role, split in wanted.items():
+        if data.dataset is None:
+            sources[role] = data.files[split]
+            splits[role] = spec.read(data.files[split], data, need_labels=role == "train")
+        elif builtin is not None:
+            dsd = builtin
+            if split not in dsd:
+                raise ConfigError(f"data.{role}_split: {data.dataset!r} has no split {split!r}; "
+                                  f"valid: {', '.join(dsd)}")
+            sources[role], splits[role] = f"dataset {data.dataset!r}", dsd[split]
+        elif split in data.files:
+            sources[role] = data.files[split]
+            splits[role] = read_public_file(PUBLIC[data.dataset.lower()], data.files[split], split)
+        else:  # the published file, downloaded once (needs the network)
+            sources[role], splits[role] = f"dataset {data.dataset!r}", load(data.dataset, split)
+    return splits, sources
 
 
 def load_task_data(recipe: Recipe) -> TaskData:
     """Read the splits the recipe uses; check the label set. Raises ConfigError naming the key
     or file on a missing file, an unreadable record or a label set that does not match."""
-    from nlp.tasks.datasets import BUILTIN, load
-
-    task, data = recipe.task.name, recipe.data
+    spec, data = get_task(recipe.task.name), recipe.data
+    if data.label_names is not None and not spec.has_label_set:
+        raise ConfigError(f"data.label_names: {spec.name} has no label set; remove it")
     wanted = {"train": data.train_split, "dev": data.dev_split, "test": data.test_split}
-    wanted = {k: v for k, v in wanted.items() if v is not None}
-    splits: dict[str, Any] = {}
     try:
-        if data.dataset is not None and data.dataset.lower() in BUILTIN:
-            dsd = load(data.dataset)
-            for role, split in wanted.items():
-                if split not in dsd:
-                    raise ConfigError(f"data.{role}_split: {data.dataset!r} has no split {split!r}; "
-                                      f"valid: {', '.join(dsd)}")
-                splits[role] = dsd[split]
-        elif data.dataset is not None:
-            from nlp.tasks.datasets import PUBLIC, read_public_file
-
-            spec = PUBLIC[data.dataset.lower()]
-            for role, split in wanted.items():
-                if split in data.files:
-                    splits[role] = read_public_file(spec, data.files[split], split)
-                else:  # the published file, downloaded once (needs the network)
-                    splits[role] = load(data.dataset, split)
-        else:
-            for role, split in wanted.items():
-                splits[role] = _read_file(task, data.files[split], data, split)
+        splits, sources = _read_splits(spec, data, {k: v for k, v in wanted.items() if v is not None})
     except DataError as err:
         key = "data.label_names" if "label set" in str(err) or "tag set" in str(err) else "data"
         raise ConfigError(f"{key}: {err}") from None
-    names = _labels_of(task, splits["train"])
+    for role, ds in splits.items():  # an empty dev or test split would fail only when scored
+        if len(ds) == 0:
+            raise ConfigError(f"data: the {role} split ({wanted[role]!r}) is empty: {sources[role]} "
+                              f"holds no records" + ("" if role == "train" else f"; or set data.{role}_split: null"))
+    if not spec.has_labels(splits["train"]):
+        raise ConfigError(f"data: the train split ({sources['train']}) has no labels (columns: "
+                          f"{', '.join(splits['train'].column_names)}; {spec.label_column!r} missing)")
+    names = spec.label_names(splits["train"])
     for role, ds in splits.items():
-        other = _labels_of(task, ds)
+        other = spec.label_names(ds)
         if names is not None and other is not None and other != names:
             raise ConfigError(f"data: the {role} split's labels {other} differ from the train split's {names}")
     if data.label_names is not None and names is not None and list(data.label_names) != names:
@@ -164,55 +147,22 @@ def load_task_data(recipe: Recipe) -> TaskData:
                   f"data.label_names has {extra} not in the data" if extra else "the order differs")
         raise ConfigError(f"data.label_names {list(data.label_names)} does not match the labels of "
                           f"the data {names}: {detail}. Fix data.label_names (in id order) or the data.")
-    if data.label_names is not None and task == "question-answering":
-        raise ConfigError("data.label_names: question answering has no label set; remove it")
     if data.max_train_samples is not None:
         splits["train"] = splits["train"].select(range(min(data.max_train_samples, len(splits["train"]))))
     if data.max_eval_samples is not None:
         for role in ("dev", "test"):
             if role in splits:
                 splits[role] = splits[role].select(range(min(data.max_eval_samples, len(splits[role]))))
-    if len(splits["train"]) == 0:
-        raise ConfigError(f"data: the train split ({data.train_split!r}) is empty")
-    return TaskData(splits, names)
-
-
-def _has_labels(task: str, ds: Any) -> bool:
-    col = {"text-classification": "label", "token-classification": "ner_tags", "question-answering": "answers"}[task]
-    return col in ds.column_names
-
-
-def _training_texts(task: str, ds: Any) -> list[str]:
-    if task == "text-classification":
-        texts = list(ds["text"])
-        return texts + (list(ds["text_pair"]) if "text_pair" in ds.column_names else [])
-    if task == "token-classification":
-        return ["".join(t) for t in ds["tokens"]]
-    return list(dict.fromkeys(ds["context"])) + list(ds["question"])
+    return TaskData(splits, names, sources)
 
 
 # --------------------------------------------------------------------------- features
 
 
 def featurize(recipe: Recipe, ds: Any, tokenizer: Tokenizer, label_names: list[str] | None) -> list[dict]:
-    """Feature dicts (python lists) of one split, through the task layer's preprocessing."""
-    from nlp.tasks.registry import get_task
-
-    task, data = recipe.task.name, recipe.data
-    spec = get_task(task)
-    if task == "text-classification":
-        fn = functools.partial(spec.preprocess, tokenizer=tokenizer, max_length=data.max_length,
-                               label2id={n: i for i, n in enumerate(label_names)} if label_names else None,
-                               num_labels=len(label_names) if label_names else None)
-    elif task == "token-classification":
-        fn = functools.partial(spec.preprocess, tokenizer=tokenizer, max_length=data.max_length,
-                               label_names=label_names, label_all_tokens=data.label_all_tokens,
-                               long_sentences=data.long_sentences)
-    else:
-        fn = functools.partial(spec.preprocess, tokenizer=tokenizer, max_length=data.max_length,
-                               doc_stride=data.doc_stride)
+    """Feature dicts (python lists) of one split, through the task's preprocessing."""
     try:
-        columns = fn(ds[:])
+        columns = get_task(recipe.task.name).featurize(ds[:], tokenizer, recipe.data, label_names)
     except DataError as err:
         raise ConfigError(f"data: {err}") from None
     n = len(columns["input_ids"])
@@ -222,82 +172,29 @@ def featurize(recipe: Recipe, ds: Any, tokenizer: Tokenizer, label_names: list[s
 # --------------------------------------------------------------------------- metrics
 
 
-def _pad_rows(rows: Sequence[np.ndarray], value: float) -> np.ndarray:
-    width = max(len(r) for r in rows)
-    out = np.full((len(rows), width), value, dtype=np.float64)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out
-
-
 class TaskMetrics:
-    """compute_metrics + preprocess_logits of one task. QA needs the examples and features of
-    the set being scored: `use(examples, features)` switches them (dev during training, then test)."""
+    """The Trainer's compute_metrics + preprocess_logits for one task, from its spec. Metrics
+    that map features back to examples (QA) need the set being scored: `use(examples,
+    features)` switches it (dev during training, then test)."""
 
-    def __init__(self, task: str, label_names: list[str] | None, model: PreTrainedEncoder, recipe: Recipe):
-        self.task, self.label_names, self.model, self.recipe = task, label_names, model, recipe
+    def __init__(self, task: str | TaskSpec, label_names: list[str] | None, model: PreTrainedEncoder,
+                 recipe: Recipe):
+        self.spec = get_task(task) if isinstance(task, str) else task
+        self.label_names, self.model, self.data = label_names, model, recipe.data
+        self.label_keys = self.spec.label_keys
         self.examples: Any = None
         self.features: list[dict] | None = None
-        self.label_keys = ("start_positions", "end_positions") if task == "question-answering" else ("labels",)
 
     def use(self, examples: Any, features: list[dict]) -> "TaskMetrics":
         self.examples, self.features = examples, features
         return self
 
     def preprocess_logits(self, outputs: Any, batch: Mapping[str, torch.Tensor]) -> Any:
-        if self.task == "question-answering":
-            return outputs.start_logits, outputs.end_logits
-        if self.task == "token-classification":
-            # Decoded tag ids where a tag is scored (first sub-token of a word), -100 elsewhere;
-            # with a CRF this is the Viterbi path, which argmax over logits is not.
-            logits = outputs.logits
-            if "labels" in batch:
-                mask = batch["labels"] != -100
-            else:
-                mask = batch["attention_mask"].bool()
-            paths = _unwrap(self.model).decode(logits, mask)
-            out = torch.full(mask.shape, -100, dtype=torch.long, device=logits.device)
-            for i, path in enumerate(paths):
-                out[i, mask[i]] = torch.tensor(path, dtype=torch.long, device=logits.device)
-            return out
-        return outputs.logits
+        return self.spec.keep_logits(_unwrap(self.model), outputs, batch)
 
     def __call__(self, pred: EvalPrediction) -> dict[str, float]:
-        if self.task == "text-classification":
-            from nlp.tasks.classification.metrics import classification_metrics
-
-            logits = np.stack(pred.predictions)
-            if logits.shape[-1] == 1:  # regression
-                from nlp.tasks.classification.metrics import regression_metrics
-
-                return regression_metrics([float(x) for x in pred.label_ids], logits[:, 0].tolist())
-            m = classification_metrics([int(x) for x in pred.label_ids], logits.argmax(-1).tolist(),
-                                       labels=range(len(self.label_names or [])) or None)
-            return {k: float(v) for k, v in m.items() if k != "per_class"}
-        if self.task == "token-classification":
-            from nlp.tasks.ner.metrics import ner_metrics
-
-            names = self.label_names or []
-            gold, guess = [], []
-            for p, g in zip(pred.predictions, pred.label_ids):
-                keep = g != -100
-                gold.append([names[i] for i in g[keep]])
-                guess.append([names[i] if 0 <= i < len(names) else "O" for i in p[keep]])
-            m = ner_metrics(gold, guess)
-            return {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"]}
-        from nlp.tasks.qa.metrics import cmrc2018_metrics
-        from nlp.tasks.qa.postprocess import postprocess_qa
-
-        if self.examples is None or self.features is None:
-            raise NlpError("QA metrics need the examples and features being scored (TaskMetrics.use)")
-        starts = _pad_rows([p[0] for p in pred.predictions], -1e9)
-        ends = _pad_rows([p[1] for p in pred.predictions], -1e9)
-        feats = {"example_id": [f["example_id"] for f in self.features],
-                 "offset_mapping": [f["offset_mapping"] for f in self.features]}
-        answers = postprocess_qa(self.examples, feats, starts, ends,
-                                 max_answer_length=self.recipe.data.max_answer_length)
-        m = cmrc2018_metrics({k: v["text"] for k, v in answers.items()}, self.examples)
-        return {"exact_match": m["exact_match"], "f1": m["f1"], "average": m["average"]}
+        return self.spec.score(pred.predictions, pred.label_ids, label_names=self.label_names,
+                               examples=self.examples, features=self.features, data=self.data)
 
 
 def _unwrap(model: Any) -> Any:
@@ -306,10 +203,9 @@ def _unwrap(model: Any) -> Any:
 
 def evaluate_model(model: PreTrainedEncoder, metrics: TaskMetrics, features: list[dict],
                    collate_fn: Callable, *, batch_size: int = 64) -> dict[str, float]:
-    """Loss and task metrics of `model` on labelled `features`, in one process (no Trainer)."""
-    device = next(model.parameters()).device
-    acc = types.SimpleNamespace(num_processes=1, process_index=0, device=device)
-    prediction, loss = predict_loop(model, features, collate_fn, accelerator=acc, batch_size=batch_size,
+    """Loss and task metrics of `model` on labelled `features`, in this process alone (no
+    Trainer: `nlp evaluate`); the same loop as the Trainer's evaluation."""
+    prediction, loss = predict_loop(model, features, collate_fn, batch_size=batch_size,
                                     preprocess=metrics.preprocess_logits, label_keys=metrics.label_keys)
     out = {} if loss is None else {"loss": loss}
     out.update(metrics(prediction))
@@ -333,7 +229,7 @@ def _build_tokenizer(recipe: Recipe, train_ds: Any, loaders: Loaders, run_dir: P
     def train() -> Tokenizer:
         with tempfile.TemporaryDirectory() as tmp:
             corpus = Path(tmp, "corpus.txt")
-            corpus.write_text("\n".join(_training_texts(recipe.task.name, train_ds)), encoding="utf-8")
+            corpus.write_text("\n".join(get_task(recipe.task.name).training_texts(train_ds)), encoding="utf-8")
             try:
                 return train_hybrid_tokenizer(corpus, t.vocab_size, word_fraction=t.word_fraction,
                                               min_frequency=t.min_frequency,
@@ -366,33 +262,24 @@ def _process_state(recipe: Recipe) -> Any:
     return PartialState(cpu=not (torch.cuda.is_available() and not recipe.train.cpu))
 
 
-def _label_overrides(task: str, label_names: list[str] | None) -> dict[str, Any]:
-    if task == "question-answering":
-        return {"num_labels": 2}
-    if label_names is None:  # regression
-        return {"num_labels": 1}
-    return {"id2label": dict(enumerate(label_names)), "label2id": {n: i for i, n in enumerate(label_names)}}
-
-
 def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | None,
-                loaders: Loaders) -> PreTrainedEncoder:
-    """The task head model: pretrained weights (`model.name`) or random ones (`model.init`)."""
-    from nlp.tasks.registry import get_task
-
-    head = get_task(recipe.task.name).head
+                loaders: Loaders, train: Any = None) -> PreTrainedEncoder:
+    """The task head model: pretrained weights (`model.name`) or random ones (`model.init`).
+    `train` (the training split) lets the task set what the data decides (problem_type)."""
+    spec = get_task(recipe.task.name)
     m = recipe.model
-    overrides = {**_label_overrides(recipe.task.name, label_names), **m.config}
+    overrides = {**spec.head_config(label_names, train), **m.config}
     try:
         if m.init == "pretrained":
-            model = loaders.model(head, m.name, overrides)  # type: ignore[arg-type]
-            _check_head_labels(model.config, label_names, recipe.task.name)
+            model = loaders.model(spec.head, m.name, overrides)  # type: ignore[arg-type]
+            spec.check_head(model.config, label_names)
         else:
             if recipe.tokenizer.train is not None:
                 overrides.setdefault("vocab_size", tokenizer.vocab_size)
             overrides.setdefault("pad_token_id", tokenizer.pad_token_id)
             config = (preset_config(m.preset, **overrides) if m.preset is not None
                       else loaders.config(m.name, overrides))  # type: ignore[arg-type]
-            model = head(config)
+            model = spec.head(config)
     except (TypeError, ValueError) as err:
         if isinstance(err, NlpError):
             raise ConfigError(f"model: {err}") from None
@@ -405,15 +292,6 @@ def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | N
         raise ConfigError(f"data.max_length={recipe.data.max_length} exceeds the model's "
                           f"max_position_embeddings={model.config.max_position_embeddings}")
     return model
-
-
-def _check_head_labels(config: ErnieConfig, label_names: list[str] | None, task: str) -> None:
-    if task == "question-answering" or label_names is None:
-        return
-    have = [config.id2label[i] for i in sorted(config.id2label)] if config.id2label else []
-    if have and have != list(label_names) and not all(str(n).startswith("LABEL_") for n in have):
-        raise ConfigError(f"model.name's head was trained for the labels {have}, but the data has "
-                          f"{list(label_names)}; use a backbone checkpoint or data with those labels")
 
 
 # --------------------------------------------------------------------------- the run
@@ -458,72 +336,77 @@ def _check_run_dir(recipe: Recipe, run_dir: Path) -> None:
                               f"recipe is {recipe.task.name}. Pick another train.output_dir.")
 
 
+class _FinalScores:
+    """Scores dev and test with the exported model, through the Trainer's own evaluation,
+    at the end of training (while every process still takes part)."""
+
+    def __init__(self, metrics: TaskMetrics, splits: Mapping[str, Any], features: Mapping[str, list[dict]]):
+        self.metrics, self.splits, self.features = metrics, splits, features
+        self.scores: dict[str, dict[str, float] | None] = {"dev": None, "test": None}
+
+    def on_train_end(self, trainer: Trainer, state: Any) -> None:
+        for role in self.scores:
+            if role in self.features:
+                self.metrics.use(self.splits[role], self.features[role])
+                self.scores[role] = trainer.evaluate(self.features[role])
+        if "dev" in self.features:  # later evaluations of eval_dataset score dev again
+            self.metrics.use(self.splits["dev"], self.features["dev"])
+
+
 def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Sequence[Any] = ()) -> FinetuneResult:
     """Run `recipe` end to end; returns the dev/test metrics of the exported model."""
     loaders = loaders or local_loaders()
-    run_dir = Path(recipe.train.output_dir)
+    spec, settings = get_task(recipe.task.name), recipe.train
+    run_dir = Path(settings.output_dir)
     _check_run_dir(recipe, run_dir)
     data = load_task_data(recipe)  # bad files / labels fail here, before any model is built
-    task = recipe.task.name
     for role in ("dev", "test"):
-        if role in data.splits and not _has_labels(task, data.splits[role]):
+        if role in data.splits and not spec.has_labels(data.splits[role]):
             logger.warning("the %s split has no labels; it is not scored", role)
             del data.splits[role]
-    if recipe.train.data.batching == "packed" and task == "question-answering":
-        raise ConfigError("train.data.batching=packed does not apply to question answering "
-                          "(answer positions are per window); use dynamic or length_grouped")
+    if settings.data.batching == "packed" and not spec.packable:
+        raise ConfigError(f"train.data.batching=packed does not apply to {spec.name}; use dynamic "
+                          "or length_grouped")
+    if "dev" not in data.splits and settings.eval.metric != "loss":
+        raise ConfigError(f"train.eval.metric={settings.eval.metric!r} needs a labelled dev split; "
+                          "set data.dev_split or train.eval.metric: loss")
     tokenizer = _build_tokenizer(recipe, data.splits["train"], loaders, run_dir)
     # The new head's weights (or the whole model's, model.init=random) come from the seed, so
     # the same recipe gives the same run; a resumed run loads its weights from the checkpoint.
-    set_seed(recipe.train.seed)
-    model = build_model(recipe, tokenizer, data.label_names, loaders)
+    set_seed(settings.seed)
+    model = build_model(recipe, tokenizer, data.label_names, loaders, data.splits["train"])
     features = {role: featurize(recipe, ds, tokenizer, data.label_names) for role, ds in data.splits.items()}
     pad = tokenizer.pad_token_id
     eval_collate = DataCollatorWithPadding(pad_token_id=pad)
     train_collate: Any = eval_collate
-    if recipe.train.data.batching == "packed":
-        train_collate = PackingCollator(max_length=recipe.train.data.pack_max_length, pad_token_id=pad)
-    metrics = TaskMetrics(task, data.label_names, model, recipe)
+    if settings.data.batching == "packed":
+        train_collate = PackingCollator(max_length=settings.data.pack_max_length, pad_token_id=pad)
+    metrics = TaskMetrics(spec, data.label_names, model, recipe)
     if "dev" in features:
         metrics.use(data.splits["dev"], features["dev"])
-    settings = recipe.train
-    if "dev" not in features and settings.eval.metric != "loss":
-        raise ConfigError(f"train.eval.metric={settings.eval.metric!r} needs a labelled dev split; "
-                          "set data.dev_split or train.eval.metric: loss")
+    final = _FinalScores(metrics, data.splits, features)
     trainer = Trainer(
         model, settings, train_dataset=features["train"], collate_fn=train_collate,
-        eval_dataset=features.get("dev"), eval_collate_fn=eval_collate,
-        compute_metrics=metrics if "dev" in features else None,
+        eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[len(f["input_ids"]) for f in features["train"]],
-        callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process), *callbacks],
+        callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process),
+                   final, *callbacks],
     )
     result = trainer.train()
-    final = _unwrap(trainer.accelerator.unwrap_model(trainer._model))
-    scores: dict[str, dict[str, float] | None] = {"dev": None, "test": None}
-    batch = settings.data.eval_batch_size or 2 * settings.data.batch_size
-    for role in ("dev", "test"):
-        if role in features:
-            metrics.use(data.splits[role], features[role])
-            scores[role] = evaluate_model(final, metrics, features[role], eval_collate, batch_size=batch)
-    model_dir = result.model_dir
+    scores = final.scores
     if trainer.accelerator.is_main_process:
-        tokenizer.save_pretrained(model_dir)
+        tokenizer.save_pretrained(result.model_dir)
         if data.label_names is not None:
             with atomic_write(run_dir / "labels.txt", "w", encoding="utf-8") as f:
                 f.write("\n".join(data.label_names) + "\n")
         with atomic_write(run_dir / "results.json", "w", encoding="utf-8") as f:
-            json.dump({"task": task, "status": result.status, "dev": scores["dev"], "test": scores["test"],
+            json.dump({"task": spec.name, "status": result.status, "dev": scores["dev"], "test": scores["test"],
                        "summary": result.summary}, f, indent=2, ensure_ascii=False)
-    return FinetuneResult(run_dir, model_dir, result.status, scores["dev"], scores["test"], result.summary)
+    return FinetuneResult(run_dir, result.model_dir, result.status, scores["dev"], scores["test"], result.summary)
 
 
 # --------------------------------------------------------------------------- runs and models
-
-
-_ARCH_TASKS = {"ForSequenceClassification": "text-classification",
-               "ForTokenClassification": "token-classification",
-               "ForQuestionAnswering": "question-answering"}
 
 
 def find_model_dir(path: str | Path) -> Path:
@@ -541,9 +424,9 @@ def task_of_model(model_dir: Path) -> str:
     """The task of a saved head model, from its config's `architectures` (transformers' field)."""
     cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     for arch in cfg.get("architectures") or []:
-        for suffix, task in _ARCH_TASKS.items():
-            if arch.endswith(suffix):
-                return task
+        spec = task_of_architecture(arch)
+        if spec is not None:
+            return spec.name
     run_recipe = model_dir.parent / "recipe.yaml"
     if run_recipe.is_file():
         return (yaml.safe_load(run_recipe.read_text(encoding="utf-8")) or {})["task"]["name"]

@@ -92,7 +92,7 @@ class DataSection(Settings):
 
     dataset: str | None = None  # a named dataset (`nlp data ls`): built-in, or public + files
     files: dict[str, str] = field(default_factory=dict)  # split -> local file
-    # reader options for local files (nlp.tasks readers), e.g. {text_column: sentence}
+    # reader options for local files (nlp.tasks readers), e.g. {text_column: sentence, encoding: gbk}
     reader: dict[str, Any] = field(default_factory=dict)
     label_names: list[str] | None = None  # the label (or tag) set, in id order; checked against the data
     train_split: str = "train"
@@ -165,8 +165,10 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
     errors: list[str] = []
     from nlp.tasks.registry import get_task
 
+    spec = None
     try:
-        recipe.task.name = get_task(recipe.task.name).name
+        spec = get_task(recipe.task.name)
+        recipe.task.name = spec.name
     except NlpError as err:
         errors.append(f"task.name: {err}")
     errors += check_model_section(recipe.model, check_model)
@@ -184,9 +186,8 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
         except NlpError as err:
             errors.append(f"tokenizer.name: {err}")
     errors += _check_data(recipe.data, base_dir)
-    if recipe.task.name == "question-answering" and recipe.data.doc_stride >= recipe.data.max_length:
-        errors.append(f"data.doc_stride ({recipe.data.doc_stride}) must be smaller than "
-                      f"data.max_length ({recipe.data.max_length}): windows overlap by doc_stride tokens")
+    if spec is not None:
+        errors += spec.check_data(recipe.data)  # what only this task needs (QA: doc_stride < max_length)
     return errors
 
 

@@ -70,7 +70,10 @@ class Trainer:
       batch_sampler: a ready EpochBatchSampler for THIS process, replacing the one that
           settings.data.batching would build (set_epoch + deterministic order per epoch).
       callbacks: objects with any of on_step_end(trainer, state), on_evaluate(trainer,
-          state, metrics); `trainer.request_stop()` from a callback stops like SIGTERM.
+          state, metrics), on_train_end(trainer, state); `trainer.request_stop()` from a
+          callback stops like SIGTERM. on_train_end runs once the final model (the best
+          checkpoint's, with load_best_at_end) is exported and every process still takes part:
+          the place for a last `trainer.evaluate(dataset)` (the same evaluation as in training).
     """
 
     def __init__(
@@ -546,6 +549,7 @@ class Trainer:
             logger.info("loaded the best model (step %d) from %s", state.best_step, best)
         model_dir = self.save_model(self.output_dir / "model")
         summary = self._write_report(state, status, started, tokens)
+        self._run_callbacks("on_train_end", state)
         self.accelerator.end_training()
         return TrainResult(status, state.step, state.best_metric, state.best_step, best, model_dir, summary)
 

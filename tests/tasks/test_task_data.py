@@ -133,3 +133,60 @@ def test_squad_bad_answer_names_the_record(tmp_path):
     assert ds[0]["answers"]["answer_start"] == [7] and sum(stats.repaired.values()) == 1
     ds, stats = read_squad(path, on_bad_answer="skip", return_stats=True)
     assert len(ds) == 0 and sum(stats.skipped.values()) == 1
+
+
+def test_negative_answer_start_is_refused_with_the_question_id(tmp_path):
+    # context[-5:-3] is "北京": Python's negative slicing used to accept it, and the question
+    # silently became a no-answer example in preprocessing
+    path = _squad(tmp_path / "neg.json", -5)
+    for on_bad in ("error", "relocate", "skip"):
+        with pytest.raises(DataError, match=r"neg.json: question id 'TRAIN_1_QUERY_0': answer_start=-5 is negative"):
+            read_squad(path, on_bad_answer=on_bad)
+
+
+def test_training_file_without_the_label_column_is_refused(tmp_path):
+    path = _write(tmp_path / "reviews.csv", "text,sentiment\n很好,pos\n很差,neg\n")
+    assert read_classification(path).column_names == ["text"]  # a test file may be unlabelled
+    with pytest.raises(DataError, match=r"reviews.csv:2: no 'label' label.*columns found: text, sentiment.*"
+                                        r"label_column= \(data.reader.label_column in a recipe\)"):
+        read_classification(path, require_labels=True)
+    ds = read_classification(path, label_column="sentiment", require_labels=True)
+    assert ds["label"] == [1, 0]
+    jsonl = _write(tmp_path / "reviews.jsonl", '{"text": "很好", "y": "pos"}\n')
+    with pytest.raises(DataError, match=r"reviews.jsonl:1: no 'label' label.*columns found: text, y"):
+        read_classification(jsonl, require_labels=True)
+
+
+GBK_FILES = {  # reader, file name, text (Chinese from line 3 on), reader options, check
+    "csv": (read_classification, "a.csv", "text,label\nok,pos\n好吃,pos\n难吃,neg\n", {},
+            lambda ds: ds["text"] == ["ok", "好吃", "难吃"]),
+    "tsv": (read_classification, "a.tsv", "text\tlabel\nok\tpos\n好吃\tpos\n", {},
+            lambda ds: ds["text"] == ["ok", "好吃"]),
+    "jsonl": (read_classification, "a.jsonl", '{"text": "ok", "label": "a"}\n\n{"text": "好", "label": "b"}\n', {},
+              lambda ds: ds["text"] == ["ok", "好"]),
+    "conll": (read_conll, "a.txt", "a O\n\n北 B-LOC\n京 I-LOC\n", {},
+              lambda ds: ds["tokens"] == [["a"], ["北", "京"]]),
+    "paddle": (read_paddle_ner, "a.tsv", "text_a\tlabel\na\x02b\tO\x02O\n北\x02京\tB-LOC\x02I-LOC\n", {},
+               lambda ds: ds["tokens"][1] == ["北", "京"]),
+}
+
+
+@pytest.mark.parametrize("kind", GBK_FILES)
+def test_gbk_files_name_file_and_line_and_read_with_encoding(tmp_path, kind):
+    reader, name, text, options, check = GBK_FILES[kind]
+    path = tmp_path / name
+    path.write_bytes(text.encode("gbk"))
+    with pytest.raises(DataError, match=rf"{name}:3: not utf-8 text .*encoding='gbk' \(data.reader.encoding: gbk"):
+        reader(path, **options)
+    assert check(reader(path, encoding="gbk", **options))
+
+
+def test_gbk_squad_file_reads_with_encoding(tmp_path):
+    path = _squad(tmp_path / "utf8.json", 7)
+    gbk = tmp_path / "gbk.json"
+    gbk.write_bytes(path.read_text(encoding="utf-8").encode("gbk"))
+    with pytest.raises(DataError, match=r"gbk.json:1: not utf-8 text"):
+        read_squad(gbk)
+    assert read_squad(gbk, encoding="gbk")["answers"] == read_squad(path)["answers"]
+    with pytest.raises(DataError, match=r"unknown encoding 'gbkk'"):
+        read_squad(gbk, encoding="gbkk")

@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 import datasets
 
 from nlp._common import DataError
-from nlp.tasks._io import ReadStats, iter_lines, load_json_records
+from nlp.tasks._io import ReadStats, decode_error, iter_lines, load_json_records, open_text
 
 __all__ = ["read_classification", "PROBLEM_TYPES"]
 
@@ -25,22 +25,27 @@ PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "r
 _FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".txt": "tsv"}
 
 
-def _rows_from_table(path: Path, fmt: str, column_names: Sequence[str] | None, stats: ReadStats
-                     ) -> Iterator[tuple[str, dict]]:
+def _rows_from_table(path: Path, fmt: str, column_names: Sequence[str] | None, stats: ReadStats,
+                     encoding: str) -> Iterator[tuple[str, dict]]:
     header = list(column_names) if column_names else None
-    lines = iter_lines(path)
+    lines = iter_lines(path, encoding)
     if fmt == "csv":
+        if not path.is_file():
+            raise DataError(f"{path}: no such file")
         # csv quoting can span lines; csv.reader tracks the line number itself
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.reader(f)
-            for row in reader:
-                if header is None:
-                    header = row
-                    continue
-                if not any(cell.strip() for cell in row):
-                    stats.skip("blank lines")
-                    continue
-                yield from _zip_row(path, reader.line_num, header, row)
+        try:
+            with open_text(path, encoding, newline="") as f:
+                reader = csv.reader(f)
+                for row in reader:
+                    if header is None:
+                        header = row
+                        continue
+                    if not any(cell.strip() for cell in row):
+                        stats.skip("blank lines")
+                        continue
+                    yield from _zip_row(path, reader.line_num, header, row)
+        except UnicodeDecodeError as err:
+            raise decode_error(path, encoding, err) from None
         return
     # tsv: split on tabs only; quotes are ordinary characters in Chinese review text
     for lineno, line in lines:
@@ -83,6 +88,8 @@ def read_classification(
     ignore_labels: Sequence[str] = (),
     skip_empty: bool = False,
     deduplicate: bool = False,
+    require_labels: bool = False,
+    encoding: str = "utf-8",
     return_stats: bool = False,
 ) -> datasets.Dataset | tuple[datasets.Dataset, ReadStats]:
     """Read one classification file.
@@ -96,6 +103,9 @@ def read_classification(
         ignore_labels: label values whose records are skipped and counted (OCNLI's "-").
         skip_empty: skip (and count) records with an empty text instead of raising.
         deduplicate: skip (and count) repeats of an earlier (text, text_pair).
+        require_labels: a file whose records have no `label_column` value is an error (a
+            training file), instead of an unlabelled dataset (a test file).
+        encoding: the file's text encoding, e.g. "gbk" (default UTF-8, with or without a BOM).
         return_stats: also return the `ReadStats` of kept and skipped records.
     A label outside `label_names`, an empty text or a malformed line raises `DataError`
     naming the file and line.
@@ -108,14 +118,19 @@ def read_classification(
         raise DataError(f"{path}: cannot tell the format from {path.suffix!r}; pass format= "
                         "'json', 'csv' or 'tsv'")
     stats = ReadStats(str(path))
-    records = (load_json_records(path, stats) if fmt == "json"
-               else _rows_from_table(path, fmt, column_names, stats))
+    records = (load_json_records(path, stats, encoding) if fmt == "json"
+               else _rows_from_table(path, fmt, column_names, stats, encoding))
     rows: list[tuple[str, str, str | None, object]] = []
     seen: set = set()
     has_label: bool | None = None
     for where, rec in records:
         if not isinstance(rec, dict):
             raise DataError(f"{where}: expected an object with {text_column!r}, got {type(rec).__name__}")
+        if has_label is None and require_labels and rec.get(label_column) in (None, ""):
+            found = ", ".join(map(str, rec)) or "none"
+            raise DataError(f"{where}: no {label_column!r} label, but this file must have labels (it "
+                            f"is trained on or scored); columns found: {found}. Name the label column "
+                            "with label_column= (data.reader.label_column in a recipe).")
         if text_column not in rec:
             raise DataError(f"{where}: no {text_column!r} field (fields: {', '.join(map(str, rec))}); "
                             "pass text_column=")

@@ -4,10 +4,12 @@ One class serves ERNIE and BERT checkpoints (keys `ernie.` / `bert.` by `config.
 so transformers' `ErnieForSequenceClassification` / `BertForSequenceClassification` load a
 directory saved here and the other way round, with the same logits.
 
-The loss follows transformers' `problem_type` rules exactly: with `config.problem_type` unset,
-one label means regression (MSE), integer labels mean single-label classification (cross
-entropy), float labels mean multi-label classification (BCE with logits); the inferred type is
-written back to the config, as transformers does, so a saved model remembers it.
+The loss follows transformers' `problem_type` values: "regression" (MSE),
+"single_label_classification" (cross entropy), "multi_label_classification" (BCE with logits).
+The type is decided before the first batch: from the data by the fine-tuning engine (the
+classification task spec passes it with the labels), or "regression" when the head is built with
+one label. A head built without a type for several labels infers it per batch by transformers'
+rule (integer labels: single-label, float labels: multi-label) and leaves the config unchanged.
 
 Packed rows (`pack_ids` from `nlp.tokenizer.PackingCollator`): the backbone pools the first
 token of every packed sequence, giving one row per sequence in row-major order, which is the
@@ -36,22 +38,19 @@ class SequenceClassifierOutput:
     logits: torch.Tensor
 
 
-def _infer_problem_type(config: ErnieConfig, labels: torch.Tensor) -> str:
-    """transformers' rule, applied once and remembered in the config."""
-    if config.problem_type is None:
-        if config.num_labels == 1:
-            config.problem_type = "regression"
-        elif labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
-            config.problem_type = "single_label_classification"
-        else:
-            config.problem_type = "multi_label_classification"
-    return config.problem_type
+def _problem_type_of_labels(config: ErnieConfig, labels: torch.Tensor) -> str:
+    """transformers' rule, for a head built without a problem type."""
+    if config.num_labels == 1:
+        return "regression"
+    if labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
+        return "single_label_classification"
+    return "multi_label_classification"
 
 
 def classification_loss(config: ErnieConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """MSE / cross entropy / BCE by `config.problem_type` (inferred as transformers does)."""
+    """MSE / cross entropy / BCE by `config.problem_type` (when unset, inferred as transformers does)."""
     n = config.num_labels
-    problem = _infer_problem_type(config, labels)
+    problem = config.problem_type or _problem_type_of_labels(config, labels)
     if problem == "regression":
         if n == 1:
             return F.mse_loss(logits.squeeze().float(), labels.squeeze().to(logits.dtype).float())
@@ -82,6 +81,8 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
 
     def __init__(self, config: ErnieConfig) -> None:
         super().__init__(config)
+        if config.problem_type is None and config.num_labels == 1:
+            config.problem_type = "regression"  # what transformers' rule gives one label
         self.num_labels = config.num_labels
         self.backbone = ErnieModel(config, add_pooling_layer=True)
         p = config.classifier_dropout

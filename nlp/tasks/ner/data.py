@@ -30,12 +30,12 @@ __all__ = ["read_conll", "read_paddle_ner", "build_ner_dataset"]
 _ON_INVALID = ("error", "repair", "keep")
 
 
-def _conll_sentences(path: Path, sep: str | None, stats: ReadStats
+def _conll_sentences(path: Path, sep: str | None, stats: ReadStats, encoding: str = "utf-8"
                      ) -> Iterator[tuple[str, list[str], list[str]]]:
     tokens: list[str] = []
     tags: list[str] = []
     start = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, encoding):
         if not line.strip() or line.startswith("-DOCSTART-"):
             if tokens:
                 yield f"{path}:{start}", tokens, tags
@@ -56,8 +56,9 @@ def _conll_sentences(path: Path, sep: str | None, stats: ReadStats
         yield f"{path}:{start}", tokens, tags
 
 
-def _paddle_sentences(path: Path, stats: ReadStats) -> Iterator[tuple[str, list[str], list[str]]]:
-    for lineno, line in iter_lines(path):
+def _paddle_sentences(path: Path, stats: ReadStats, encoding: str = "utf-8"
+                      ) -> Iterator[tuple[str, list[str], list[str]]]:
+    for lineno, line in iter_lines(path, encoding):
         if lineno == 1 and line.startswith("text_a"):
             continue  # the header line: "text_a\tlabel"
         if not line.strip():
@@ -128,7 +129,7 @@ def build_ner_dataset(
 def read_conll(
     path: str | os.PathLike, *, sep: str | None = None, scheme: str | None = None,
     to_scheme: str | None = None, label_names: Sequence[str] | None = None,
-    on_invalid: str = "error", return_stats: bool = False,
+    on_invalid: str = "error", encoding: str = "utf-8", return_stats: bool = False,
 ) -> datasets.Dataset | tuple[datasets.Dataset, ReadStats]:
     """Read a CoNLL-style file (token and tag columns, blank line between sentences).
 
@@ -138,21 +139,24 @@ def read_conll(
         to_scheme: convert the tags to this scheme.
         label_names: the tag list in id order; None builds "O" + sorted types' tags.
         on_invalid: "error", "repair" or "keep" for tag sequences that break the scheme.
+        encoding: the file's text encoding, e.g. "gbk" (default UTF-8).
     """
     path = Path(path)
     stats = ReadStats(str(path))
-    ds = build_ner_dataset(_conll_sentences(path, sep, stats), scheme=scheme, to_scheme=to_scheme,
+    ds = build_ner_dataset(_conll_sentences(path, sep, stats, encoding), scheme=scheme, to_scheme=to_scheme,
                            label_names=label_names, on_invalid=on_invalid, stats=stats)
     return (ds, stats) if return_stats else ds
 
 
 def read_paddle_ner(
     path: str | os.PathLike, *, scheme: str | None = None, to_scheme: str | None = None,
-    label_names: Sequence[str] | None = None, on_invalid: str = "error", return_stats: bool = False,
+    label_names: Sequence[str] | None = None, on_invalid: str = "error", encoding: str = "utf-8",
+    return_stats: bool = False,
 ) -> datasets.Dataset | tuple[datasets.Dataset, ReadStats]:
-    """Read PaddleNLP's NER tsv (``text_a<TAB>label`` header; ``\\x02``-joined chars and tags)."""
+    """Read PaddleNLP's NER tsv (``text_a<TAB>label`` header; ``\\x02``-joined chars and tags);
+    options as `read_conll`'s."""
     path = Path(path)
     stats = ReadStats(str(path))
-    ds = build_ner_dataset(_paddle_sentences(path, stats), scheme=scheme, to_scheme=to_scheme,
+    ds = build_ner_dataset(_paddle_sentences(path, stats, encoding), scheme=scheme, to_scheme=to_scheme,
                            label_names=label_names, on_invalid=on_invalid, stats=stats)
     return (ds, stats) if return_stats else ds

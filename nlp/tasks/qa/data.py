@@ -31,7 +31,12 @@ _ON_BAD = ("error", "skip", "relocate")
 
 def _check_answer(context: str, text: str, start, where: str, on_bad: str, stats: ReadStats) -> int | None:
     """The verified start of `text`, relocated or None (skip) per `on_bad`."""
-    if isinstance(start, int) and not isinstance(start, bool) and context[start : start + len(text)] == text:
+    is_offset = isinstance(start, int) and not isinstance(start, bool)
+    if is_offset and start < 0:
+        # context[-5:-3] may well equal the text: Python's negative slicing would accept it
+        raise DataError(f"{where}: answer_start={start} is negative; it is the character offset "
+                        f"of the answer {text!r} in the context (0 for its first character)")
+    if is_offset and context[start : start + len(text)] == text:
         return start
     if on_bad == "relocate" and text and text in context:
         # the occurrence nearest the given start: annotators' offsets are usually close
@@ -52,7 +57,8 @@ def _check_answer(context: str, text: str, start, where: str, on_bad: str, stats
 
 
 def read_squad(
-    path: str | os.PathLike, *, on_bad_answer: str = "error", return_stats: bool = False,
+    path: str | os.PathLike, *, on_bad_answer: str = "error", encoding: str = "utf-8",
+    return_stats: bool = False,
 ) -> datasets.Dataset | tuple[datasets.Dataset, ReadStats]:
     """Read ``{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}``.
 
@@ -60,6 +66,8 @@ def read_squad(
         on_bad_answer: an answer whose text is not at its ``answer_start``: "error" (names the
             question id), "skip" the question (counted), or "relocate" to the occurrence of
             the text nearest the given start (counted; an error if the text is absent).
+            A negative ``answer_start`` is always an error naming the question id.
+        encoding: the file's text encoding, e.g. "gbk" (default UTF-8).
     Questions with ``is_impossible: true`` keep an empty answer list. A question without
     answers and not marked impossible (a test split) keeps an empty list too.
     """
@@ -69,7 +77,7 @@ def read_squad(
     stats = ReadStats(str(path))
     rows: list[dict] = []
     seen: set[str] = set()
-    for where, article in load_json_records(path, stats):
+    for where, article in load_json_records(path, stats, encoding):
         if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
             raise DataError(f"{where}: expected an article with 'paragraphs' (SQuAD format)")
         title = str(article.get("title", ""))

@@ -1,0 +1,99 @@
+"""The text classification task: single texts and pairs; single-label, multi-label, regression."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import datasets
+import numpy as np
+
+from nlp.tasks.classification.data import read_classification
+from nlp.tasks.classification.heads import ErnieForSequenceClassification
+from nlp.tasks.classification.metrics import classification_metrics, multilabel_metrics, regression_metrics
+from nlp.tasks.classification.preprocess import preprocess_classification
+from nlp.tasks.pipelines import TextClassificationPipeline
+from nlp.tasks.spec import TaskSpec
+
+__all__ = ["ClassificationSpec", "CLASSIFICATION", "problem_type_of"]
+
+
+def problem_type_of(label_feature: Any) -> str:
+    """transformers' `problem_type` of a dataset's label column: a list of classes per example
+    is multi-label, a number regression, a class single-label."""
+    if isinstance(label_feature, datasets.Sequence):
+        return "multi_label_classification"
+    if isinstance(label_feature, datasets.ClassLabel):
+        return "single_label_classification"
+    return "regression"
+
+
+class ClassificationSpec(TaskSpec):
+    name = "text-classification"
+    aliases = ("classification", "sequence-classification", "sentiment-analysis")
+    head = ErnieForSequenceClassification
+    pipeline = TextClassificationPipeline
+    architecture_suffix = "ForSequenceClassification"
+    label_column = "label"
+    export_outputs = {"logits": ("batch", "num_labels")}
+    reader = staticmethod(read_classification)
+    preprocess = staticmethod(preprocess_classification)
+    metric = staticmethod(classification_metrics)
+
+    def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
+        kwargs = dict(data.reader)
+        if data.label_names is not None:
+            kwargs.setdefault("label_names", data.label_names)
+        return read_classification(path, require_labels=need_labels, **kwargs)
+
+    def label_names(self, ds: datasets.Dataset) -> list[str] | None:
+        label = ds.features.get("label")
+        names = getattr(label, "names", None) or getattr(getattr(label, "feature", None), "names", None)
+        return list(names) if names else None
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        lines = [f"{len(ds)} records"]
+        names = self.label_names(ds)
+        if names and problem_type_of(ds.features["label"]) == "single_label_classification":
+            lines += [f"  {names[label]}: {n}" for label, n in sorted(Counter(ds["label"]).items())]
+        return lines
+
+    def training_texts(self, ds: datasets.Dataset) -> list[str]:
+        texts = list(ds["text"])
+        return texts + (list(ds["text_pair"]) if "text_pair" in ds.column_names else [])
+
+    def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
+                  label_names: list[str] | None) -> dict[str, list]:
+        return preprocess_classification(
+            columns, tokenizer, max_length=data.max_length,
+            label2id={n: i for i, n in enumerate(label_names)} if label_names else None,
+            num_labels=len(label_names) if label_names else None)
+
+    def head_config(self, label_names: list[str] | None, train: Any = None) -> dict[str, Any]:
+        # The problem type is decided here, from the data, not from the first batch's dtype.
+        if label_names is None:
+            return {"num_labels": 1, "problem_type": "regression"}
+        out = super().head_config(label_names)
+        if train is not None and "label" in train.column_names:
+            out["problem_type"] = problem_type_of(train.features["label"])
+        return out
+
+    def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
+              examples: Any, features: Any, data: Any) -> dict[str, float]:
+        logits = np.stack(predictions)
+        if logits.shape[-1] == 1:  # regression
+            return regression_metrics([float(x) for x in label_ids], logits[:, 0].tolist())
+        if np.ndim(label_ids[0]) == 1:  # multi-label: multi-hot rows, a label is on where its logit > 0
+            m = multilabel_metrics([[int(v) for v in row] for row in label_ids], (logits > 0).astype(int).tolist())
+            return {k: float(v) for k, v in m.items()}
+        m = classification_metrics([int(x) for x in label_ids], logits.argmax(-1).tolist(),
+                                   labels=range(len(label_names or [])) or None)
+        return {k: float(v) for k, v in m.items() if k != "per_class"}
+
+    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+        pairs = [r["text_pair"] for r in records] if all("text_pair" in r for r in records) else None
+        out = pipe([r["text"] for r in records], pairs, top_k=top_k)
+        return [{"labels": o} for o in out]
+
+
+CLASSIFICATION = ClassificationSpec()

@@ -1,0 +1,87 @@
+"""The token classification task (NER): tags per word, scored by entity."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import datasets
+import torch
+
+from nlp.tasks.ner.data import read_conll, read_paddle_ner
+from nlp.tasks.ner.heads import ErnieForTokenClassification
+from nlp.tasks.ner.metrics import ner_metrics
+from nlp.tasks.ner.postprocess import tags_to_entities
+from nlp.tasks.ner.preprocess import preprocess_ner
+from nlp.tasks.ner.tags import get_entities
+from nlp.tasks.pipelines import TokenClassificationPipeline
+from nlp.tasks.spec import TaskSpec
+
+__all__ = ["TokenClassificationSpec", "TOKEN_CLASSIFICATION"]
+
+
+class TokenClassificationSpec(TaskSpec):
+    name = "token-classification"
+    aliases = ("ner",)
+    head = ErnieForTokenClassification
+    pipeline = TokenClassificationPipeline
+    architecture_suffix = "ForTokenClassification"
+    label_column = "ner_tags"
+    export_outputs = {"logits": ("batch", "sequence", "num_labels")}
+    reader = staticmethod(read_conll)
+    preprocess = staticmethod(preprocess_ner)
+    metric = staticmethod(ner_metrics)
+    postprocess = staticmethod(tags_to_entities)
+
+    def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
+        # Both formats carry a tag per token: every NER file is labelled.
+        kwargs = dict(data.reader)
+        fmt = kwargs.pop("format", "conll")
+        if data.label_names is not None:
+            kwargs.setdefault("label_names", data.label_names)
+        return read_paddle_ner(path, **kwargs) if fmt == "paddle" else read_conll(path, **kwargs)
+
+    def label_names(self, ds: datasets.Dataset) -> list[str]:
+        return list(ds.features["ner_tags"].feature.names)
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        names = self.label_names(ds)
+        ents = Counter(t for row in ds["ner_tags"] for t, _, _ in get_entities([names[i] for i in row]))
+        return ([f"{len(ds)} sentences, {sum(map(len, ds['tokens']))} tokens"]
+                + [f"  {type_}: {n} entities" for type_, n in sorted(ents.items())])
+
+    def training_texts(self, ds: datasets.Dataset) -> list[str]:
+        return ["".join(t) for t in ds["tokens"]]
+
+    def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
+                  label_names: list[str] | None) -> dict[str, list]:
+        return preprocess_ner(columns, tokenizer, max_length=data.max_length, label_names=label_names,
+                              label_all_tokens=data.label_all_tokens, long_sentences=data.long_sentences)
+
+    def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        # Decoded tag ids where a tag is scored (first sub-token of a word), -100 elsewhere;
+        # with a CRF this is the Viterbi path, which argmax over logits is not.
+        logits = outputs.logits
+        mask = batch["labels"] != -100 if "labels" in batch else batch["attention_mask"].bool()
+        paths = model.decode(logits, mask)
+        out = torch.full(mask.shape, -100, dtype=torch.long, device=logits.device)
+        for i, path in enumerate(paths):
+            out[i, mask[i]] = torch.tensor(path, dtype=torch.long, device=logits.device)
+        return out
+
+    def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
+              examples: Any, features: Any, data: Any) -> dict[str, float]:
+        names = label_names or []
+        gold, guess = [], []
+        for p, g in zip(predictions, label_ids):
+            keep = g != -100
+            gold.append([names[i] for i in g[keep]])
+            guess.append([names[i] if 0 <= i < len(names) else "O" for i in p[keep]])
+        m = ner_metrics(gold, guess)
+        return {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"]}
+
+    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+        return [{"entities": o} for o in pipe([r["text"] for r in records])]
+
+
+TOKEN_CLASSIFICATION = TokenClassificationSpec()

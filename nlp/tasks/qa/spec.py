@@ -1,0 +1,92 @@
+"""The extractive question answering task (SQuAD / CMRC2018): answer spans in a context."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import datasets
+import numpy as np
+
+from nlp._common import NlpError
+from nlp.tasks.pipelines import QuestionAnsweringPipeline
+from nlp.tasks.qa.data import read_squad
+from nlp.tasks.qa.heads import ErnieForQuestionAnswering
+from nlp.tasks.qa.metrics import cmrc2018_metrics
+from nlp.tasks.qa.postprocess import postprocess_qa
+from nlp.tasks.qa.preprocess import preprocess_qa
+from nlp.tasks.spec import TaskSpec
+
+__all__ = ["QuestionAnsweringSpec", "QUESTION_ANSWERING"]
+
+
+def _pad_rows(rows: Sequence[np.ndarray], value: float) -> np.ndarray:
+    width = max(len(r) for r in rows)
+    out = np.full((len(rows), width), value, dtype=np.float64)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out
+
+
+class QuestionAnsweringSpec(TaskSpec):
+    name = "question-answering"
+    aliases = ("qa", "extractive-qa")
+    head = ErnieForQuestionAnswering
+    pipeline = QuestionAnsweringPipeline
+    architecture_suffix = "ForQuestionAnswering"
+    label_column = "answers"
+    label_keys = ("start_positions", "end_positions")
+    has_label_set = False
+    packable = False  # answer positions are per window
+    default_max_length = 384
+    input_fields = ("question", "context")
+    export_outputs = {"start_logits": ("batch", "sequence"), "end_logits": ("batch", "sequence")}
+    reader = staticmethod(read_squad)
+    preprocess = staticmethod(preprocess_qa)
+    metric = staticmethod(cmrc2018_metrics)
+    postprocess = staticmethod(postprocess_qa)
+
+    def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
+        # A question without answers is a no-answer example: a SQuAD file is always labelled.
+        return read_squad(path, **dict(data.reader))
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        return [f"{len(ds)} questions, {sum(ds['is_impossible'])} unanswerable"]
+
+    def training_texts(self, ds: datasets.Dataset) -> list[str]:
+        return list(dict.fromkeys(ds["context"])) + list(ds["question"])
+
+    def check_data(self, data: Any) -> list[str]:
+        errors = []
+        if data.doc_stride >= data.max_length:
+            errors.append(f"data.doc_stride ({data.doc_stride}) must be smaller than data.max_length "
+                          f"({data.max_length}): windows overlap by doc_stride tokens")
+        return errors
+
+    def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
+                  label_names: list[str] | None) -> dict[str, list]:
+        return preprocess_qa(columns, tokenizer, max_length=data.max_length, doc_stride=data.doc_stride)
+
+    def head_config(self, label_names: list[str] | None, train: Any = None) -> dict[str, Any]:
+        return {"num_labels": 2}  # a start and an end logit per token
+
+    def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
+        return outputs.start_logits, outputs.end_logits
+
+    def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
+              examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any) -> dict[str, float]:
+        if examples is None or features is None:
+            raise NlpError("QA scoring needs the examples and features being scored")
+        starts = _pad_rows([p[0] for p in predictions], -1e9)
+        ends = _pad_rows([p[1] for p in predictions], -1e9)
+        feats = {"example_id": [f["example_id"] for f in features],
+                 "offset_mapping": [f["offset_mapping"] for f in features]}
+        answers = postprocess_qa(examples, feats, starts, ends, max_answer_length=data.max_answer_length)
+        m = cmrc2018_metrics({k: v["text"] for k, v in answers.items()}, examples)
+        return {"exact_match": m["exact_match"], "f1": m["f1"], "average": m["average"]}
+
+    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+        out = pipe(question=[r["question"] for r in records], context=[r["context"] for r in records])
+        return [{"answer": o} for o in out]
+
+
+QUESTION_ANSWERING = QuestionAnsweringSpec()

@@ -1,0 +1,141 @@
+"""What the engine asks the task spec about the data: bad training files are refused before any
+model is built, naming the file; the problem type comes from the data; the final scores come
+from the Trainer's own evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nlp._common import ConfigError
+from nlp.recipes import recipe_path
+from nlp.train.finetune import finetune, load_task_data
+from nlp.train.recipe import load_recipe, recipe_from_dict
+
+from train._recipe_fixtures import tiny_overrides
+
+
+def _files_recipe(files: dict, **data):
+    return recipe_from_dict({
+        "task": {"name": "text-classification"},
+        "model": {"preset": "ernie-3.0-tiny-pico-v2-zh", "init": "random"},
+        "tokenizer": {"train": {"vocab_size": 12000}},
+        "data": {"files": files, "dev_split": None, "test_split": None, **data},
+        "train": {"eval": {"metric": "loss"}},
+    })
+
+
+def test_a_training_file_without_the_label_column_is_refused_before_training(tmp_path):
+    train = tmp_path / "train.csv"
+    train.write_text("text,sentiment\n很好,pos\n很差,neg\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_task_data(_files_recipe({"train": str(train)}))
+    msg = str(err.value)
+    assert str(train) in msg and "columns found: text, sentiment" in msg and "data.reader.label_column" in msg
+    data = load_task_data(_files_recipe({"train": str(train)}, reader={"label_column": "sentiment"}))
+    assert data.label_names == ["neg", "pos"]
+
+
+def test_an_empty_training_file_is_named(tmp_path):
+    train = tmp_path / "train.jsonl"
+    train.write_text("\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"the train split \('train'\) is empty: {train} holds no records"):
+        load_task_data(_files_recipe({"train": str(train)}))
+
+
+def test_a_gbk_training_file_reads_with_data_reader_encoding(tmp_path):
+    train = tmp_path / "train.tsv"
+    train.write_bytes("text\tlabel\n好吃\t好评\n难吃\t差评\n".encode("gbk"))
+    with pytest.raises(ConfigError, match=rf"{train}:2: not utf-8 text .*data.reader.encoding: gbk"):
+        load_task_data(_files_recipe({"train": str(train)}))
+    data = load_task_data(_files_recipe({"train": str(train)}, reader={"encoding": "gbk"}))
+    assert data.splits["train"]["text"] == ["好吃", "难吃"] and data.label_names == ["好评", "差评"]
+
+
+class _LastEvaluation:
+    """Records what the Trainer's on_train_end hook sees."""
+
+    def __init__(self):
+        self.calls = []
+
+    def on_train_end(self, trainer, state):
+        self.calls.append((state.step, trainer.evaluate()))
+
+
+def test_final_scores_are_the_trainers_evaluation_of_the_exported_model(tmp_path):
+    out = tmp_path / "run"
+    recipe = load_recipe(recipe_path("sentiment-reviews"), tiny_overrides(out, steps=2))
+    hook = _LastEvaluation()
+    result = finetune(recipe, callbacks=[hook])
+    assert len(hook.calls) == 1 and hook.calls[0][0] == 2
+    assert hook.calls[0][1] == result.dev  # trainer.evaluate() on dev: the same loop, the same figures
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert saved["dev"] == result.dev and saved["test"] == result.test
+
+
+def test_multi_label_data_sets_the_problem_type_and_is_scored(tmp_path):
+    rows = [{"text": t, "label": labels} for t, labels in [
+        ("价格便宜质量好", ["价格", "质量"]), ("物流很快", ["物流"]), ("质量一般", ["质量"]),
+        ("价格贵物流慢", ["价格", "物流"]), ("东西不错", []), ("质量很好价格也好", ["质量", "价格"])] * 4]
+    files = {}
+    for split in ("train", "dev"):
+        path = tmp_path / f"{split}.jsonl"
+        path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+        files[split] = str(path)
+    out = tmp_path / "run"
+    recipe = load_recipe(recipe_path("sentiment-reviews"), [
+        *tiny_overrides(out, steps=2), "data.dataset=null", f"data.files.train={files['train']}",
+        f"data.files.dev={files['dev']}", "data.test_split=null", "train.eval.metric=micro_f1",
+        "data.reader.problem_type=multi_label_classification"])
+    result = finetune(recipe)
+    assert set(result.dev) == {"loss", "subset_accuracy", "micro_precision", "micro_recall", "micro_f1", "macro_f1"}
+    config = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))
+    assert config["problem_type"] == "multi_label_classification"
+    assert [config["id2label"][str(i)] for i in range(3)] == ["价格", "物流", "质量"]
+
+
+def test_final_scores_of_two_processes_match_one_process(tmp_path):
+    """The final dev evaluation runs while the process group is up: each rank scores its share
+    (QA: windows mapped back to questions after the gather), as during training."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from train._recipe_fixtures import cmrc_files
+
+    files = cmrc_files(tmp_path)
+    repo = Path(__file__).resolve().parents[2]
+
+    def overrides(out):
+        return [*tiny_overrides(out), "train.mixed_precision=no", f"data.files.train={files['train']}",
+                f"data.files.dev={files['dev']}"]
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELERATE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_port", str(port), "-m", "nlp", "finetune", str(recipe_path("qa-cmrc2018")),
+           *overrides(tmp_path / "two")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    two = json.loads((tmp_path / "two" / "results.json").read_text(encoding="utf-8"))
+    assert two["summary"]["processes"] == 2
+    one = finetune(load_recipe(recipe_path("qa-cmrc2018"), overrides(tmp_path / "one")))
+    assert two["dev"] == pytest.approx(one.dev, rel=1e-5)
+
+
+def test_an_empty_dev_file_is_refused_before_training(tmp_path):
+    # it used to fail at the first evaluation, after training steps, with a numpy traceback
+    train, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    train.write_text('{"text": "很好", "label": "pos"}\n{"text": "很差", "label": "neg"}\n', encoding="utf-8")
+    dev.write_text("", encoding="utf-8")
+    recipe = _files_recipe({"train": str(train), "dev": str(dev)}, dev_split="dev")
+    with pytest.raises(ConfigError, match=rf"the dev split \('dev'\) is empty: {dev} holds no records; "
+                                          r"or set data.dev_split: null"):
+        load_task_data(recipe)
