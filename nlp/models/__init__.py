@@ -9,6 +9,7 @@ from .config import ErnieConfig
 from .dropout import Dropout
 from .ernie import ErnieForMaskedLM, ErnieModel
 from .presets import PRESETS, preset_config
+from .hardware import cpu_bf16_flags, cpu_has_fast_bf16
 from ._pdparams import UnsafePickleError, load_pdparams
 from .convert_paddle import convert_paddle_checkpoint
 
@@ -22,6 +23,8 @@ __all__ = [
     "Dropout",
     "PRESETS",
     "preset_config",
+    "cpu_bf16_flags",
+    "cpu_has_fast_bf16",
     # --- PaddleNLP converter ---
     "convert_paddle_checkpoint",
     "load_pdparams",
