@@ -1,0 +1,124 @@
+"""The model a server runs: a task pipeline loaded from a run, model or export directory.
+
+    served = load_pipeline_for_serving("runs/sentiment-reviews")   # RUN/model, with its max_length
+    served.task, served.labels, served.backend, served.precision
+    with served.autocast():
+        served.pipeline(["服务很好"], top_k=None)
+
+PyTorch models run in the precision `auto` picks, as the trainer's `mixed_precision: auto` does:
+bf16 autocast on CPUs with native bf16 dot products (AVX512-BF16 / AMX) and on Ampere+ GPUs,
+fp16 autocast on older GPUs, fp32 elsewhere. Autocast (not a bf16 copy of the weights) keeps
+LayerNorm and softmax in fp32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nlp._common import ConfigError, did_you_mean
+from nlp.models import cpu_has_fast_bf16
+from nlp.deploy.server_config import PRECISIONS
+from nlp.tasks.model_dirs import find_model_dir, run_recipe, task_of_model
+from nlp.tasks.pipelines import Pipeline
+from nlp.tasks.registry import TaskSpec, get_task
+
+__all__ = ["ServingModel", "check_servable", "is_export_dir", "load_pipeline_for_serving", "serving_precision"]
+
+logger = logging.getLogger(__name__)
+
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+EXPORT_MANIFEST = "manifest.json"  # what `nlp export` writes beside the .onnx model
+
+
+@dataclass
+class ServingModel:
+    """A loaded pipeline and what /info says about it."""
+
+    pipeline: Pipeline
+    task: str                 # canonical task name ("text-classification", ...)
+    labels: list[str] | None  # label (tag) names in id order; None for QA
+    model: str                # the directory the weights came from
+    backend: str              # "torch" or "onnxruntime"
+    precision: str            # "fp32", "bf16", "fp16" (torch autocast) or the export's ("int8", ...)
+    device: str
+    max_length: int           # tokens per window
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The context each forward runs in (thread-local: enter it in the thread that runs)."""
+        if self.backend == "torch" and self.precision in _DTYPES:
+            return torch.autocast(torch.device(self.device).type, dtype=_DTYPES[self.precision])
+        return contextlib.nullcontext()
+
+
+def serving_precision(requested: str, device: torch.device) -> str:
+    """"auto" -> what is fast on `device` (see the module docstring); others are checked."""
+    if requested not in PRECISIONS:
+        raise ConfigError(f"precision {requested!r} is not one of {', '.join(PRECISIONS)}"
+                          f"{did_you_mean(requested, PRECISIONS)}")
+    if requested == "auto":
+        if device.type == "cuda":
+            major, _ = torch.cuda.get_device_capability(device)
+            return "bf16" if major >= 8 else "fp16"
+        return "bf16" if cpu_has_fast_bf16() else "fp32"
+    if requested == "fp16" and device.type != "cuda":
+        raise ConfigError("precision 'fp16' needs a CUDA device; on the CPU use bf16 (fast on CPUs with "
+                          "AVX512-BF16 or AMX), fp32, or auto")
+    return requested
+
+
+def is_export_dir(path: str | Path) -> bool:
+    """True for a directory written by `nlp export` (an ONNX model with its manifest)."""
+    path = Path(path).expanduser()
+    return (path / EXPORT_MANIFEST).is_file() and any(path.glob("*.onnx"))
+
+
+def _labels(pipe: Pipeline, task: str) -> list[str] | None:
+    if task == "question-answering":
+        return None
+    id2label = pipe.model.config.id2label
+    return [str(id2label[i]) for i in sorted(id2label)]
+
+
+def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
+    path = Path(model_path).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"model {str(model_path)!r} is not a directory: give a run directory, a model "
+                          "directory (config.json + weights) or an `nlp export` directory")
+    if is_export_dir(path):
+        # The onnxruntime backend of the pipelines comes with `nlp export` (nlp/deploy/export*.py);
+        # this is the one place that will hand an export directory to it.
+        manifest = json.loads((path / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+        raise ConfigError(f"{path} is an ONNX export ({manifest.get('task', 'unknown task')}); serving "
+                          "export directories needs the onnxruntime pipelines, which this build lacks. "
+                          "Serve the run or model directory it was exported from.")
+    model_dir = find_model_dir(path)
+    return model_dir, get_task(task or task_of_model(model_dir))
+
+
+def check_servable(model_path: str | Path, *, task: str | None = None) -> str:
+    """The task `model_path` would be served as; ConfigError (with the fix) when it cannot be."""
+    return _resolve(model_path, task)[1].name
+
+
+def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None, precision: str = "auto",
+                              device: Any = None, max_length: int | None = None) -> ServingModel:
+    """The pipeline to serve from a run directory, a model directory or an export directory.
+
+    `task` defaults to what the model's config (or its run's recipe) says; `max_length` to the
+    run's training length, else the pipeline's default.
+    """
+    model_dir, spec = _resolve(model_path, task)
+    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    chosen = serving_precision(precision, device)
+    max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
+    pipe = spec.pipeline(model_dir, device=device, max_length=max_length)
+    logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe, spec.name), model=str(model_dir),
+                        backend="torch", precision=chosen, device=str(device), max_length=pipe.max_length)
