@@ -312,6 +312,8 @@ def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingMo
 
 def app_from_environment() -> Starlette:
     """The app of one `--workers N` process: settings from $NLP_SERVE_CONFIG (JSON)."""
+    # a spawned worker: the CLI's logging set-up did not come with it
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     raw = json.loads(os.environ[CONFIG_ENV])
     config = ServeConfig(**{f.name: raw[f.name] for f in fields(ServeConfig) if f.name in raw})
     import torch

@@ -8,7 +8,8 @@
 PyTorch models run in the precision `auto` picks, as the trainer's `mixed_precision: auto` does:
 bf16 autocast on CPUs with native bf16 dot products (AVX512-BF16 / AMX) and on Ampere+ GPUs,
 fp16 autocast on older GPUs, fp32 elsewhere. Autocast (not a bf16 copy of the weights) keeps
-LayerNorm and softmax in fp32.
+LayerNorm and softmax in fp32. Export directories run on onnxruntime in the precision they were
+exported in.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import torch
 
 from nlp._common import ConfigError, did_you_mean
-from nlp.models import cpu_has_fast_bf16
+from nlp.models import cpu_has_fast_bf16, limit_onednn_cache
 from nlp.deploy.server_config import PRECISIONS
 from nlp.tasks.model_dirs import find_model_dir, run_recipe, task_of_model
 from nlp.tasks.pipelines import Pipeline
@@ -115,6 +116,9 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     run's training length, else the pipeline's default.
     """
     model_dir, spec = _resolve(model_path, task)
+    # every batch shape compiles a oneDNN kernel (bf16 autocast included): keep their cache bounded,
+    # or a server's memory grows with the variety of request lengths
+    limit_onednn_cache()
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     chosen = serving_precision(precision, device)
     max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")

@@ -440,3 +440,45 @@ def test_sigterm_drains_requests_in_flight_and_exits_0(models, refs):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_serving_never_loads_the_trainer_or_the_hub():
+    code = ("import sys, nlp.deploy.server, nlp.deploy.server_model, nlp.commands.serve; "
+            "print(sorted(m for m in sys.modules if m.startswith(('nlp.train', 'nlp.hub', 'nlp.auto', 'accelerate'))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_two_worker_processes_serve_and_stop_on_sigterm(models, refs):
+    """--workers 2: uvicorn's supervisor with two processes, each loading the model."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "nlp", "serve", str(models["text-classification"]),
+                             "--port", str(port), "--precision", "fp32", "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        answers = {}
+        while len(answers) < 6:
+            assert proc.poll() is None and time.monotonic() < deadline
+            try:
+                r = _post(url, {"inputs": TEXTS[len(answers)]})
+            except httpx.TransportError:
+                time.sleep(0.2)
+                continue
+            if r.status_code == 503:  # this worker is still loading its model
+                time.sleep(0.2)
+                continue
+            assert r.status_code == 200, r.text
+            answers[TEXTS[len(answers)]] = r.json()
+        for text, got in answers.items():
+            _same_labels(got, refs["text-classification"](text))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        log = proc.stdout.read()
+        assert log.count("drained; stopped") == 2, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
