@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+TOKEN_ENV = "NLP_SERVE_TOKEN"
 
 EPILOG = """examples:
   nlp serve runs/sentiment-reviews                      # http://127.0.0.1:8000, precision auto
   nlp serve runs/ner --port 9000 --max-batch-wait-ms 10
-  nlp serve exports/sentiment-int8 --host 0.0.0.0 --token "$NLP_SERVE_TOKEN"
+  NLP_SERVE_TOKEN=s3cret nlp serve exports/sentiment-int8 --host 0.0.0.0   # bearer token required
   nlp serve runs/cmrc --workers 2                       # two processes, each with its own model
 
   curl -s localhost:8000/predict -H 'Content-Type: application/json' \\
@@ -46,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"inputs per request before answering 413 (default {d.max_inputs})")
     p.add_argument("--max-text-chars", type=int, default=d.max_text_chars,
                    help=f"characters per text before answering 413 (default {d.max_text_chars})")
-    p.add_argument("--token", default=None,
-                   help="require `Authorization: Bearer TOKEN` on /predict, /info and /metrics (any characters)")
+    p.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
+                   help="require `Authorization: Bearer TOKEN` on /predict, /info and /metrics (any characters; "
+                        f"default: ${TOKEN_ENV}, which, unlike the command line, other users cannot see in ps)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--precision", default=d.precision, choices=["auto", "fp32", "bf16", "fp16"],
                    help="PyTorch models: auto (bf16 where the CPU or GPU runs it natively, else fp32), "

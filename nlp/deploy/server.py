@@ -319,7 +319,8 @@ def app_from_environment() -> Starlette:
     import torch
 
     # N processes share the cores: each gets its share of intra-op threads
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // config.workers))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    torch.set_num_threads(max(1, cores // config.workers))
     return create_app(config)
 
 

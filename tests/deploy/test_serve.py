@@ -482,3 +482,13 @@ def test_two_worker_processes_serve_and_stop_on_sigterm(models, refs):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_token_comes_from_the_environment_when_not_on_the_command_line(monkeypatch):
+    from nlp.cli import build_parser
+
+    monkeypatch.setenv("NLP_SERVE_TOKEN", "秘密")
+    assert build_parser().parse_args(["serve", "runs/x"]).token == "秘密"
+    assert build_parser().parse_args(["serve", "runs/x", "--token", "other"]).token == "other"
+    monkeypatch.delenv("NLP_SERVE_TOKEN")
+    assert build_parser().parse_args(["serve", "runs/x"]).token is None
