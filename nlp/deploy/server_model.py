@@ -15,6 +15,7 @@ exported in.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import logging
 from dataclasses import dataclass
@@ -80,11 +81,10 @@ def is_export_dir(path: str | Path) -> bool:
     return (path / EXPORT_MANIFEST).is_file() and any(path.glob("*.onnx"))
 
 
-def _labels(pipe: Pipeline, task: str) -> list[str] | None:
+def _labels(config: Any, task: str) -> list[str] | None:
     if task == "question-answering":
         return None
-    id2label = pipe.model.config.id2label
-    return [str(id2label[i]) for i in sorted(id2label)]
+    return [str(config.id2label[i]) for i in sorted(config.id2label)]
 
 
 def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
@@ -93,12 +93,18 @@ def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
         raise ConfigError(f"model {str(model_path)!r} is not a directory: give a run directory, a model "
                           "directory (config.json + weights) or an `nlp export` directory")
     if is_export_dir(path):
-        # The onnxruntime backend of the pipelines comes with `nlp export` (nlp/deploy/export*.py);
-        # this is the one place that will hand an export directory to it.
-        manifest = json.loads((path / EXPORT_MANIFEST).read_text(encoding="utf-8"))
-        raise ConfigError(f"{path} is an ONNX export ({manifest.get('task', 'unknown task')}); serving "
-                          "export directories needs the onnxruntime pipelines, which this build lacks. "
-                          "Serve the run or model directory it was exported from.")
+        try:
+            manifest = json.loads((path / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+            exported = get_task(manifest["task"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"{path / EXPORT_MANIFEST} is not a readable export manifest ({err}); "
+                              "export the model again with `nlp export`") from None
+        if task is not None and get_task(task).name != exported.name:
+            raise ConfigError(f"{path} is an export of a {exported.name} model; it cannot serve as {task!r}")
+        if importlib.util.find_spec("nlp.deploy.backend") is None:
+            raise ConfigError(f"{path} is an ONNX export, and this install lacks the onnxruntime backend "
+                              "(nlp.deploy.backend). Serve the run or model directory it was exported from.")
+        return path, exported
     model_dir = find_model_dir(path)
     return model_dir, get_task(task or task_of_model(model_dir))
 
@@ -119,10 +125,31 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     # every batch shape compiles a oneDNN kernel (bf16 autocast included): keep their cache bounded,
     # or a server's memory grows with the variety of request lengths
     limit_onednn_cache()
+    if is_export_dir(model_dir):
+        return _load_export(model_dir, spec, precision, device, max_length)
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     chosen = serving_precision(precision, device)
     max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
     pipe = spec.pipeline(model_dir, device=device, max_length=max_length)
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
-    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe, spec.name), model=str(model_dir),
-                        backend="torch", precision=chosen, device=str(device), max_length=pipe.max_length)
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec.name),
+                        model=str(model_dir), backend="torch", precision=chosen, device=str(device),
+                        max_length=pipe.max_length)
+
+
+def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_length: int | None) -> ServingModel:
+    """An `nlp export` directory on onnxruntime (CPU), in the precision it was exported in."""
+    from nlp.deploy.backend import OnnxBackend  # `nlp export`'s onnxruntime backend (checked in _resolve)
+
+    if device not in (None, "cpu"):
+        raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider; "
+                          "leave --device out, or serve the PyTorch run directory on a GPU")
+    if precision not in ("auto", "fp32"):
+        raise ConfigError(f"precision {precision!r}: an export directory runs in the precision it was exported "
+                          "in; leave --precision out (re-export with `nlp export --quantize int8` for int8)")
+    backend = OnnxBackend(path)
+    pipe = spec.pipeline(backend, path, max_length=max_length)
+    logger.info("loaded %s (%s) on onnxruntime, precision %s", path, spec.name, backend.precision)
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec.name), model=str(path),
+                        backend="onnxruntime", precision=backend.precision, device="cpu",
+                        max_length=pipe.max_length)

@@ -4,6 +4,7 @@ status, auth with a non-ASCII token, readiness, metrics, and a graceful SIGTERM 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -379,11 +380,37 @@ def test_loading_errors(models, tmp_path):
     export.mkdir()
     (export / "manifest.json").write_text('{"task": "text-classification"}')
     (export / "model.onnx").write_bytes(b"")
-    with pytest.raises(ConfigError, match="ONNX export"):
+    with pytest.raises(ConfigError, match="export of a text-classification model; it cannot serve as 'ner'"):
+        check_servable(export, task="ner")
+    if importlib.util.find_spec("nlp.deploy.backend") is None:
+        with pytest.raises(ConfigError, match="ONNX export, and this install lacks the onnxruntime backend"):
+            check_servable(export)
+    else:
+        assert check_servable(export) == "text-classification"
+    (export / "manifest.json").write_text('{"format": "nlp-export"')
+    with pytest.raises(ConfigError, match="not a readable export manifest"):
         check_servable(export)
     for bad in ({"max_inputs": 10, "max_queue": 5}, {"port": 70000}, {"max_batch_tokens": 0}, {"token": ""}):
         with pytest.raises(ConfigError):
             ServeConfig(model=".", **bad)
+
+
+def test_serves_an_export_directory_on_onnxruntime(request):
+    """An `nlp export` directory (tests/deploy/conftest.py's `exports`, from the export work):
+    the server's answers are the onnxruntime pipeline's, /info says onnxruntime."""
+    if importlib.util.find_spec("nlp.deploy.backend") is None:
+        pytest.skip("this build has no onnxruntime backend (nlp.deploy.backend)")
+    import nlp
+
+    exports = request.getfixturevalue("exports")
+    export = exports["text-classification"]
+    ref = nlp.pipeline("text-classification", model=export)
+    with fx.running(ServeConfig(model=str(export))) as url:
+        info = httpx.get(url + "/info").json()
+        got = _post(url, {"inputs": TEXTS[:5], "parameters": {"top_k": None}}).json()
+    assert info["backend"] == "onnxruntime" and info["task"] == "text-classification"
+    for text, labels in zip(TEXTS, got):
+        _same_labels(labels, ref(text, top_k=None))
 
 
 # --------------------------------------------------------------------------- the process: CLI and SIGTERM
