@@ -249,7 +249,7 @@ def test_question_answering_input_errors(models):
 
 
 def test_full_queue_answers_429_with_retry_after(models, refs):
-    config = _config(models, "text-classification", max_queue=2, max_inputs=2, max_batch_wait_ms=1500)
+    config = _config(models, "text-classification", max_queue=2, max_inputs=2, max_batch_wait_ms=3000)
     with fx.running(config) as url:
         async def send_all():
             async with httpx.AsyncClient(base_url=url, timeout=60) as client:
@@ -436,7 +436,7 @@ def test_sigterm_drains_requests_in_flight_and_exits_0(models, refs):
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "nlp", "serve", str(models["text-classification"]),
                              "--port", str(port), "--precision", "fp32", "--workers", "1",
-                             "--max-batch-wait-ms", "1500", "--drain-timeout", "20"],
+                             "--max-batch-wait-ms", "3000", "--drain-timeout", "20"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -452,7 +452,7 @@ def test_sigterm_drains_requests_in_flight_and_exits_0(models, refs):
             time.sleep(0.1)
         with ThreadPoolExecutor(4) as pool:
             pending = [pool.submit(_post, url, {"inputs": t}) for t in TEXTS[:4]]
-            time.sleep(0.5)  # the requests now wait in the batcher (1.5 s window)
+            time.sleep(1.0)  # the requests now wait in the batcher (3 s window)
             proc.send_signal(signal.SIGTERM)
             responses = [f.result(timeout=60) for f in pending]
         for text, r in zip(TEXTS, responses):
