@@ -36,7 +36,8 @@ from accelerate.utils import set_seed
 
 from nlp._common import ConfigError, DataError, NlpError, atomic_write
 from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config
-from nlp.tasks.registry import get_task, task_of_architecture
+from nlp.tasks.model_dirs import find_model_dir, task_of_model  # re-exported: nlp predict / evaluate
+from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import DataCollatorWithPadding, PackingCollator, Tokenizer, load_tokenizer
 from nlp.train.evaluation import EvalPrediction, predict_loop
@@ -404,31 +405,3 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
             json.dump({"task": spec.name, "status": result.status, "dev": scores["dev"], "test": scores["test"],
                        "summary": result.summary}, f, indent=2, ensure_ascii=False)
     return FinetuneResult(run_dir, result.model_dir, result.status, scores["dev"], scores["test"], result.summary)
-
-
-# --------------------------------------------------------------------------- runs and models
-
-
-def find_model_dir(path: str | Path) -> Path:
-    """A run directory's exported model (RUN/model), or a model directory itself."""
-    path = Path(path).expanduser()
-    if (path / "model" / "config.json").is_file():
-        return path / "model"
-    if (path / "config.json").is_file():
-        return path
-    raise ConfigError(f"{str(path)!r} is neither a run directory (with model/config.json) nor a model "
-                      "directory (with config.json); give the train.output_dir of a finished run")
-
-
-def task_of_model(model_dir: Path) -> str:
-    """The task of a saved head model, from its config's `architectures` (transformers' field)."""
-    cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    for arch in cfg.get("architectures") or []:
-        spec = task_of_architecture(arch)
-        if spec is not None:
-            return spec.name
-    run_recipe = model_dir.parent / "recipe.yaml"
-    if run_recipe.is_file():
-        return (yaml.safe_load(run_recipe.read_text(encoding="utf-8")) or {})["task"]["name"]
-    raise ConfigError(f"cannot tell the task of {model_dir}: config.json names no task head "
-                      f"(architectures: {cfg.get('architectures')}); pass --task")

@@ -11,43 +11,16 @@ loss scaling.
 
 from __future__ import annotations
 
-import functools
 import os
-from pathlib import Path
 
 import torch
 
 from nlp._common import ConfigError
+from nlp.models.hardware import cpu_bf16_flags, cpu_has_fast_bf16  # re-exported: the trainer's public names
 from nlp.models._linear import ONEDNN_CACHE_ENTRIES, limit_onednn_cache  # re-exported: the trainer's bf16 runs
 
 __all__ = ["cpu_bf16_flags", "cpu_has_fast_bf16", "resolve_mixed_precision", "limit_onednn_cache",
            "ONEDNN_CACHE_ENTRIES", "check_distributed_backend"]
-
-_FAST_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo names
-
-
-def cpu_bf16_flags(cpuinfo: str | None = None) -> list[str]:
-    """The CPU's bf16 dot-product flags (AVX512-BF16, AMX-BF16) from /proc/cpuinfo's text."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:  # not Linux
-            return []
-    words = set(cpuinfo.split())
-    return [f for f in _FAST_BF16_FLAGS if f in words]
-
-
-@functools.cache
-def cpu_has_fast_bf16() -> bool:
-    """True when bf16 matmuls on this CPU run natively (faster than fp32), not emulated."""
-    if not torch.backends.mkldnn.is_available():
-        return False
-    if cpu_bf16_flags():
-        return True
-    try:  # not Linux: ask torch (private API, hence the guard)
-        return bool(torch._C._cpu._is_amx_tile_supported())  # type: ignore[attr-defined]
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def resolve_mixed_precision(requested: str, *, use_cuda: bool) -> str:

@@ -1,0 +1,82 @@
+"""`nlp serve MODEL`: serve a fine-tuned (or exported) model over HTTP, with dynamic batching."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+TOKEN_ENV = "NLP_SERVE_TOKEN"
+
+EPILOG = """examples:
+  nlp serve runs/sentiment-reviews                      # http://127.0.0.1:8000, precision auto
+  nlp serve runs/ner --port 9000 --max-batch-wait-ms 10
+  NLP_SERVE_TOKEN=s3cret nlp serve exports/sentiment-int8 --host 0.0.0.0   # bearer token required
+  nlp serve runs/cmrc --workers 2                       # two processes, each with its own model
+
+  curl -s localhost:8000/predict -H 'Content-Type: application/json' \\
+       -d '{"inputs": ["这家餐厅的服务非常好", "太难吃了"], "parameters": {"top_k": 2}}'
+  curl -s localhost:8000/health; curl -s localhost:8000/info; curl -s localhost:8000/metrics
+
+MODEL is a run directory (train.output_dir), a model directory or an `nlp export` directory.
+Requests that arrive together share one forward pass, up to --max-batch-tokens padded tokens;
+--max-batch-requests 1 turns batching off. A full queue answers 429 (Retry-After), too many or
+too long inputs 413, malformed requests 422. SIGTERM (or Ctrl-C) stops accepting, finishes the
+requests in flight (at most --drain-timeout seconds) and exits 0. See docs/serving.md.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from nlp.deploy.server_config import ServeConfig
+
+    d = ServeConfig(model="")
+    p = subparsers.add_parser("serve", help="serve a model over HTTP (POST /predict, /health, /metrics)",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL", help="a run, model or export directory")
+    p.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host}: this machine only)")
+    p.add_argument("--port", type=int, default=d.port, help=f"TCP port (default {d.port})")
+    p.add_argument("--workers", type=int, default=d.workers,
+                   help="server processes on the one port, each loading its own model and splitting the CPU "
+                        "threads (default 1)")
+    p.add_argument("--max-batch-tokens", type=int, default=d.max_batch_tokens,
+                   help=f"padded tokens per forward pass (default {d.max_batch_tokens})")
+    p.add_argument("--max-batch-wait-ms", type=float, default=d.max_batch_wait_ms,
+                   help=f"how long a request waits for others to batch with (default {d.max_batch_wait_ms:g})")
+    p.add_argument("--max-batch-requests", type=int, default=d.max_batch_requests,
+                   help="requests per forward pass (default 0: the token budget decides; 1: no batching)")
+    p.add_argument("--max-queue", type=int, default=d.max_queue,
+                   help=f"inputs queued or running before answering 429 (default {d.max_queue})")
+    p.add_argument("--max-inputs", type=int, default=d.max_inputs,
+                   help=f"inputs per request before answering 413 (default {d.max_inputs})")
+    p.add_argument("--max-text-chars", type=int, default=d.max_text_chars,
+                   help=f"characters per text before answering 413 (default {d.max_text_chars})")
+    p.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
+                   help="require `Authorization: Bearer TOKEN` on /predict, /info and /metrics (any characters; "
+                        f"default: ${TOKEN_ENV}, which, unlike the command line, other users cannot see in ps)")
+    p.add_argument("--task", default=None, help="the task, when the model's config does not say")
+    p.add_argument("--precision", default=d.precision, choices=["auto", "fp32", "bf16", "fp16"],
+                   help="PyTorch models: auto (bf16 where the CPU or GPU runs it natively, else fp32), "
+                        "fp32, bf16, fp16 (CUDA)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: cuda when available)")
+    p.add_argument("--drain-timeout", type=float, default=d.drain_timeout,
+                   help=f"seconds SIGTERM waits for requests in flight (default {d.drain_timeout:g})")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from nlp.deploy.server import run_server
+    from nlp.deploy.server_config import ServeConfig
+    from nlp.deploy.server_model import check_servable
+
+    config = ServeConfig(model=args.model, task=args.task, precision=args.precision, device=args.device,
+                         host=args.host, port=args.port, workers=args.workers,
+                         max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
+                         max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
+                         max_inputs=args.max_inputs, max_text_chars=args.max_text_chars, token=args.token,
+                         drain_timeout=args.drain_timeout)
+    task = check_servable(config.model, task=config.task)  # user errors now, before the server starts
+    print(f"serving {config.model} ({task}) on http://{config.host}:{config.port} "
+          f"(workers {config.workers}); SIGTERM or Ctrl-C drains and stops", file=sys.stderr)
+    run_server(config)
+    return 0

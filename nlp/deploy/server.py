@@ -1,0 +1,349 @@
+"""The model server behind `nlp serve`: one task's pipeline over HTTP, with dynamic batching.
+
+    config = ServeConfig(model="runs/sentiment-reviews", port=8000)
+    run_server(config)                     # uvicorn; returns after SIGTERM has drained it
+    app = create_app(config)               # the ASGI app itself (tests, other ASGI servers)
+
+Endpoints (docs/serving.md): POST /predict, GET /health, GET /info, GET /metrics (Prometheus
+text), GET /openapi.json. Every error is JSON {"error", "message"} with a status that says what
+to do: 401 (bearer token), 404 / 405, 413 (too large), 422 (malformed), 429 (queue full, with
+Retry-After), 503 (loading or shutting down).
+
+The model loads in a background thread after the server starts listening, so /health answers
+503 until it is ready. Requests are parsed on the event loop, queued with their token cost, and
+batched by one worker thread (nlp/deploy/batching.py) that runs the pipeline, so the event loop
+stays responsive while the model computes. With `workers > 1`, uvicorn starts that many
+processes on the one port, each with its own model, queue and metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from http import HTTPStatus
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from nlp._common import DataError
+from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull
+from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
+from nlp.deploy.server_config import ServeConfig
+from nlp.deploy.server_model import ServingModel, load_pipeline_for_serving
+from nlp.deploy.server_openapi import openapi_document
+from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, split_outputs
+
+__all__ = ["CONFIG_ENV", "ServeConfig", "app_from_environment", "create_app", "run_server"]
+
+logger = logging.getLogger(__name__)
+
+CONFIG_ENV = "NLP_SERVE_CONFIG"  # how `--workers N` hands the settings to each worker process
+_ROUTES = ("/predict", "/health", "/info", "/metrics", "/openapi.json")
+_PROTECTED = ("/predict", "/info", "/metrics")  # /health and /openapi.json stay open for probes
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": HTTPStatus(status).phrase, "message": message}, status_code=status,
+                        headers=headers)
+
+
+class _ModelServer:
+    """The state behind the routes: the served model, its batcher, the metrics."""
+
+    def __init__(self, config: ServeConfig, loader: Callable[[ServeConfig], ServingModel]) -> None:
+        self.config = config
+        self.loader = loader
+        self.metrics = ServerMetrics()
+        self.limits = Limits(config.max_inputs, config.max_text_chars)
+        self.token = config.token.encode("utf-8") if config.token is not None else None
+        self.served: ServingModel | None = None  # set last: its presence means ready
+        self.batcher: DynamicBatcher | None = None
+        self.load_error: str | None = None
+        self.stopping = False
+        from nlp import __version__
+
+        self.version = __version__
+
+    # ------------------------------------------------------------ loading and the worker
+
+    def load(self) -> None:
+        try:
+            served = self.loader(self.config)
+            adapter_for(served.task)
+            batcher = DynamicBatcher(self._run_batch, max_batch_tokens=self.config.max_batch_tokens,
+                                     max_wait_s=self.config.max_batch_wait_ms / 1000, max_queue=self.config.max_queue,
+                                     max_batch_requests=self.config.max_batch_requests, on_batch=self._on_batch)
+            batcher.start()
+            self.batcher = batcher
+            self.served = served
+            logger.info("model ready: %s (%s, %s %s)", served.model, served.task, served.backend, served.precision)
+        except Exception as err:  # noqa: BLE001 - /health reports it
+            self.load_error = f"{type(err).__name__}: {err}"
+            logger.error("could not load the model: %s", self.load_error)
+
+    def _run_batch(self, key: Any, jobs: list[Job]) -> list[list[Any]]:
+        served = self.served
+        assert served is not None  # jobs are only queued once the model is loaded
+        items = [x for job in jobs for x in job.items]
+        rows = sum(job.rows for job in jobs)
+        longest = max(job.row_tokens for job in jobs)
+        # one forward pass for the whole batch when it fits the budget (the batcher made sure it
+        # does, unless one request alone is larger); else budget-sized chunks of windows
+        served.pipeline.batch_size = max(1, rows if rows * longest <= self.config.max_batch_tokens
+                                         else self.config.max_batch_tokens // longest)
+        with served.autocast():
+            outputs = adapter_for(served.task).run(served, items, key)
+        return split_outputs(outputs, [len(job.items) for job in jobs])
+
+    def _on_batch(self, stats: BatchStats) -> None:
+        self.metrics.observe_batch(stats.requests, stats.inputs, stats.padded_tokens, stats.seconds)
+
+    # ------------------------------------------------------------ checks shared by routes
+
+    def authorized(self, request: Request) -> bool:
+        if self.token is None:
+            return True
+        # the raw header bytes: a UTF-8 token arrives as its bytes, whatever the characters
+        for name, value in request.scope["headers"]:
+            if name == b"authorization":
+                scheme, _, credentials = value.strip().partition(b" ")
+                if scheme.lower() == b"bearer":
+                    return hmac.compare_digest(credentials.strip(), self.token)
+        return False
+
+    def guard(self, request: Request) -> Response | None:
+        if not self.authorized(request):
+            return _error(401, "missing or wrong bearer token: send the header `Authorization: Bearer TOKEN` "
+                               "with the token the server was started with (--token)",
+                          headers={"WWW-Authenticate": 'Bearer realm="nlp serve"'})
+        return None
+
+    def not_ready(self) -> Response | None:
+        if self.stopping:
+            return _error(503, "the server is shutting down", headers={"Retry-After": "1"})
+        if self.served is None:
+            if self.load_error:
+                return _error(503, f"the model failed to load: {self.load_error}")
+            return _error(503, "the model is loading; retry shortly", headers={"Retry-After": "1"})
+        return None
+
+    # ------------------------------------------------------------ routes
+
+    async def predict(self, request: Request) -> Response:
+        if (refused := self.guard(request) or self.not_ready()) is not None:
+            return refused
+        served, batcher = self.served, self.batcher
+        assert served is not None and batcher is not None
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > self.config.max_body_bytes:
+                return _error(413, f"the request body is over {self.config.max_body_bytes} bytes; send fewer "
+                                   "or shorter inputs per request")
+        try:
+            payload = json.loads(bytes(body))
+        except ValueError as err:  # JSONDecodeError, or bytes that are not UTF-8
+            return _error(422, f"the body is not valid JSON: {err}. Send {{\"inputs\": ..., \"parameters\": {{...}}}}")
+        if not isinstance(payload, dict):
+            return _error(422, "the body must be a JSON object {\"inputs\": ..., \"parameters\": {...}}, "
+                               f"got a JSON {type(payload).__name__}")
+        extra = [k for k in payload if k not in ("inputs", "parameters")]
+        if extra:
+            return _error(422, f"unknown field {extra[0]!r} in the body; it takes inputs and parameters")
+        if "inputs" not in payload:
+            return _error(422, "the body lacks \"inputs\"")
+        params = payload.get("parameters")
+        params = {} if params is None else params
+        if not isinstance(params, dict):
+            return _error(422, f"\"parameters\" must be an object, got a JSON {type(params).__name__}")
+        adapter = adapter_for(served.task)
+        try:
+            parsed = adapter.parse(payload["inputs"], params, served, self.limits)
+        except RequestError as err:
+            return _error(err.status, err.message)
+        job = Job(parsed.items, key=parsed.key, rows=parsed.rows, row_tokens=parsed.row_tokens)
+        try:
+            future = batcher.submit(job)
+        except QueueFull as err:
+            return _error(429, f"the server is busy ({err}); retry after the Retry-After seconds",
+                          headers={"Retry-After": str(self._retry_after())})
+        try:
+            outputs = await asyncio.wrap_future(future)
+        except DataError as err:
+            return _error(422, str(err))
+        except Exception as err:  # noqa: BLE001 - a JSON 500, never a traceback to the client
+            logger.exception("prediction failed")
+            return _error(500, f"the model failed on this request: {type(err).__name__}: {err}")
+        shaped = [adapter.shape(o, parsed.params) for o in outputs]
+        return JSONResponse(shaped[0] if parsed.single else shaped)
+
+    def _retry_after(self) -> int:
+        """Seconds until the queue has likely drained: queued inputs over the recent pace."""
+        m = self.metrics.forward_seconds
+        if not m.count or not self.metrics.inputs_total or self.batcher is None:
+            return 1
+        inputs_per_s = self.metrics.inputs_total / max(m.sum, 1e-9)
+        return max(1, min(60, math.ceil(self.batcher.depth / inputs_per_s)))
+
+    async def health(self, request: Request) -> Response:
+        if (refused := self.not_ready()) is not None:
+            return refused
+        return JSONResponse({"status": "ok"})
+
+    async def info(self, request: Request) -> Response:
+        if (refused := self.guard(request)) is not None:
+            return refused
+        s, c = self.served, self.config
+        return JSONResponse({
+            "status": "ok" if s is not None else ("error" if self.load_error else "loading"),
+            "task": s.task if s else None, "labels": s.labels if s else None,
+            "model": s.model if s else c.model, "backend": s.backend if s else None,
+            "precision": s.precision if s else None, "device": s.device if s else None,
+            "max_length": s.max_length if s else None, "version": self.version,
+            "batching": {"max_batch_tokens": c.max_batch_tokens, "max_batch_wait_ms": c.max_batch_wait_ms,
+                         "max_batch_requests": c.max_batch_requests, "max_queue": c.max_queue},
+            "limits": {"max_inputs": c.max_inputs, "max_text_chars": c.max_text_chars},
+        })
+
+    async def metrics_text(self, request: Request) -> Response:
+        if (refused := self.guard(request)) is not None:
+            return refused
+        depth = self.batcher.depth if self.batcher is not None else 0
+        text = self.metrics.render(queue_depth=depth, queue_capacity=self.config.max_queue,
+                                   ready=self.served is not None)
+        return Response(text, media_type=CONTENT_TYPE)
+
+    async def openapi(self, request: Request) -> Response:
+        task = self.served.task if self.served else (self.config.task or "text-classification")
+        from nlp.tasks.registry import get_task
+
+        return JSONResponse(openapi_document(get_task(task).name, version=self.version, auth=self.token is not None))
+
+    # ------------------------------------------------------------ errors and lifecycle
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return _error(404, f"no route {request.method} {request.url.path}; routes: {', '.join(_ROUTES)}")
+        if exc.status_code == 405:
+            return _error(405, f"{request.method} is not allowed on {request.url.path}; use "
+                               f"{exc.headers.get('Allow', 'another method') if exc.headers else 'another method'}",
+                          headers=dict(exc.headers or {}))
+        return _error(exc.status_code, str(exc.detail))
+
+    async def internal_error(self, request: Request, exc: Exception) -> Response:
+        return _error(500, f"internal error: {type(exc).__name__}: {exc}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette):
+        # a daemon thread, not the loop's executor: a shutdown during loading must not wait for it
+        threading.Thread(target=self.load, name="nlp-serve-load", daemon=True).start()
+        try:
+            yield
+        finally:
+            self.stopping = True
+            if self.batcher is not None:
+                await asyncio.to_thread(self.batcher.stop, self.config.drain_timeout)
+            logger.info("drained; stopped")
+
+
+class _ObserveRequests:
+    """ASGI middleware: every HTTP response's endpoint, status and latency into the metrics."""
+
+    def __init__(self, app: Any, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_and_note(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            path = scope.get("path", "")
+            self.metrics.observe_request(path if path in _ROUTES else "other", status, time.perf_counter() - start)
+
+
+def _default_loader(config: ServeConfig) -> ServingModel:
+    return load_pipeline_for_serving(config.model, task=config.task, precision=config.precision, device=config.device)
+
+
+def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingModel] | None = None) -> Starlette:
+    """The ASGI app serving `config.model`; `loader(config)` loads it (default:
+    load_pipeline_for_serving) in a background thread when the app starts."""
+    server = _ModelServer(config, loader or _default_loader)
+    app = Starlette(
+        routes=[Route("/predict", server.predict, methods=["POST"]),
+                Route("/health", server.health, methods=["GET"]),
+                Route("/info", server.info, methods=["GET"]),
+                Route("/metrics", server.metrics_text, methods=["GET"]),
+                Route("/openapi.json", server.openapi, methods=["GET"])],
+        exception_handlers={HTTPException: server.http_error, Exception: server.internal_error},
+        lifespan=server.lifespan,
+    )
+    app.add_middleware(_ObserveRequests, metrics=server.metrics)
+    app.state.server = server
+    return app
+
+
+def app_from_environment() -> Starlette:
+    """The app of one `--workers N` process: settings from $NLP_SERVE_CONFIG (JSON)."""
+    # a spawned worker: the CLI's logging set-up did not come with it
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    raw = json.loads(os.environ[CONFIG_ENV])
+    config = ServeConfig(**{f.name: raw[f.name] for f in fields(ServeConfig) if f.name in raw})
+    import torch
+
+    # N processes share the cores: each gets its share of intra-op threads
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    torch.set_num_threads(max(1, cores // config.workers))
+    return create_app(config)
+
+
+def run_server(config: ServeConfig) -> None:
+    """Serve until SIGTERM / SIGINT; they stop accepting, drain requests in flight (at most
+    `drain_timeout` seconds), then return, so the process exits 0."""
+    import uvicorn
+
+    common = dict(host=config.host, port=config.port, timeout_graceful_shutdown=config.drain_timeout,
+                  log_level="info", access_log=False, lifespan="on")
+    if config.workers > 1:
+        os.environ[CONFIG_ENV] = json.dumps(asdict(config))
+        # the supervisor forwards SIGTERM to the workers, each drains its own requests
+        uvicorn.run("nlp.deploy.server:app_from_environment", factory=True, workers=config.workers, **common)
+        return
+    server = uvicorn.Server(uvicorn.Config(create_app(config), **common))
+
+    def after_drain(signum: int, frame: Any) -> None:
+        # uvicorn catches SIGTERM / SIGINT while serving, drains, then raises the signal again
+        # once the handlers are restored: by then the work is done, so return (exit 0).
+        if not server.started:
+            raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, after_drain)
+    server.run()

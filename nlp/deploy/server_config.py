@@ -1,0 +1,58 @@
+"""The settings of `nlp serve` (its CLI flags), checked; light to import (no torch, no uvicorn)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nlp._common import ConfigError
+
+__all__ = ["PRECISIONS", "ServeConfig"]
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+@dataclass
+class ServeConfig:
+    """Settings of `nlp serve` (the CLI flags of the same names)."""
+
+    model: str                       # a run, model or export directory
+    task: str | None = None          # default: what the model's config says
+    precision: str = "auto"          # auto | fp32 | bf16 | fp16 (PyTorch models; see server_model.py)
+    device: str | None = None        # default: cuda when available, else cpu
+    host: str = "127.0.0.1"          # loopback only unless asked: there is no TLS here
+    port: int = 8000
+    workers: int = 1                 # processes, each with its own model (uvicorn workers)
+    max_batch_tokens: int = 4096     # padded tokens per forward pass: 32 texts of 128 tokens
+    max_batch_wait_ms: float = 5.0   # how long the oldest request waits for company
+    max_batch_requests: int = 0      # requests per forward pass; 0 = only the token budget limits; 1 = no batching
+    max_queue: int = 1024            # inputs waiting or running before 429
+    max_inputs: int = 64             # inputs per request before 413
+    max_text_chars: int = 100_000    # characters per text before 413
+    token: str | None = None         # bearer token for /predict, /info, /metrics; None = open
+    drain_timeout: float = 30.0      # seconds SIGTERM waits for requests in flight
+
+    def __post_init__(self) -> None:
+        for name in ("port",):
+            if not 0 <= getattr(self, name) <= 65535:
+                raise ConfigError(f"{name}={getattr(self, name)} is not a TCP port (0-65535)")
+        for name in ("workers", "max_batch_tokens", "max_queue", "max_inputs", "max_text_chars"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+        if self.max_batch_requests < 0:
+            raise ConfigError(f"max_batch_requests must be >= 0 (0: no limit), got {self.max_batch_requests}")
+        if self.max_batch_wait_ms < 0 or self.drain_timeout <= 0:
+            raise ConfigError(f"max_batch_wait_ms={self.max_batch_wait_ms} must be >= 0 and "
+                              f"drain_timeout={self.drain_timeout} > 0")
+        if self.max_inputs > self.max_queue:
+            raise ConfigError(f"max_inputs={self.max_inputs} is larger than max_queue={self.max_queue}: such a "
+                              "request could never be queued. Raise --max-queue or lower --max-inputs.")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision {self.precision!r} is not one of {', '.join(PRECISIONS)}")
+        if self.token is not None and not self.token:
+            raise ConfigError("token is empty; leave it out to serve without authentication")
+
+    @property
+    def max_body_bytes(self) -> int:
+        # every character JSON-escaped (\uXXXX) in a question and a context, plus the envelope
+        return 65536 + 12 * self.max_inputs * self.max_text_chars

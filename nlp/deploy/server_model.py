@@ -1,0 +1,155 @@
+"""The model a server runs: a task pipeline loaded from a run, model or export directory.
+
+    served = load_pipeline_for_serving("runs/sentiment-reviews")   # RUN/model, with its max_length
+    served.task, served.labels, served.backend, served.precision
+    with served.autocast():
+        served.pipeline(["服务很好"], top_k=None)
+
+PyTorch models run in the precision `auto` picks, as the trainer's `mixed_precision: auto` does:
+bf16 autocast on CPUs with native bf16 dot products (AVX512-BF16 / AMX) and on Ampere+ GPUs,
+fp16 autocast on older GPUs, fp32 elsewhere. Autocast (not a bf16 copy of the weights) keeps
+LayerNorm and softmax in fp32. Export directories run on onnxruntime in the precision they were
+exported in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nlp._common import ConfigError, did_you_mean
+from nlp.models import cpu_has_fast_bf16, limit_onednn_cache
+from nlp.deploy.server_config import PRECISIONS
+from nlp.tasks.model_dirs import find_model_dir, run_recipe, task_of_model
+from nlp.tasks.pipelines import Pipeline
+from nlp.tasks.registry import TaskSpec, get_task
+
+__all__ = ["ServingModel", "check_servable", "is_export_dir", "load_pipeline_for_serving", "serving_precision"]
+
+logger = logging.getLogger(__name__)
+
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+EXPORT_MANIFEST = "manifest.json"  # what `nlp export` writes beside the .onnx model
+
+
+@dataclass
+class ServingModel:
+    """A loaded pipeline and what /info says about it."""
+
+    pipeline: Pipeline
+    task: str                 # canonical task name ("text-classification", ...)
+    labels: list[str] | None  # label (tag) names in id order; None for QA
+    model: str                # the directory the weights came from
+    backend: str              # "torch" or "onnxruntime"
+    precision: str            # "fp32", "bf16", "fp16" (torch autocast) or the export's ("int8", ...)
+    device: str
+    max_length: int           # tokens per window
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The context each forward runs in (thread-local: enter it in the thread that runs)."""
+        if self.backend == "torch" and self.precision in _DTYPES:
+            return torch.autocast(torch.device(self.device).type, dtype=_DTYPES[self.precision])
+        return contextlib.nullcontext()
+
+
+def serving_precision(requested: str, device: torch.device) -> str:
+    """"auto" -> what is fast on `device` (see the module docstring); others are checked."""
+    if requested not in PRECISIONS:
+        raise ConfigError(f"precision {requested!r} is not one of {', '.join(PRECISIONS)}"
+                          f"{did_you_mean(requested, PRECISIONS)}")
+    if requested == "auto":
+        if device.type == "cuda":
+            major, _ = torch.cuda.get_device_capability(device)
+            return "bf16" if major >= 8 else "fp16"
+        return "bf16" if cpu_has_fast_bf16() else "fp32"
+    if requested == "fp16" and device.type != "cuda":
+        raise ConfigError("precision 'fp16' needs a CUDA device; on the CPU use bf16 (fast on CPUs with "
+                          "AVX512-BF16 or AMX), fp32, or auto")
+    return requested
+
+
+def is_export_dir(path: str | Path) -> bool:
+    """True for a directory written by `nlp export` (an ONNX model with its manifest)."""
+    path = Path(path).expanduser()
+    return (path / EXPORT_MANIFEST).is_file() and any(path.glob("*.onnx"))
+
+
+def _labels(config: Any, task: str) -> list[str] | None:
+    if task == "question-answering":
+        return None
+    return [str(config.id2label[i]) for i in sorted(config.id2label)]
+
+
+def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
+    path = Path(model_path).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"model {str(model_path)!r} is not a directory: give a run directory, a model "
+                          "directory (config.json + weights) or an `nlp export` directory")
+    if is_export_dir(path):
+        try:
+            manifest = json.loads((path / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+            exported = get_task(manifest["task"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"{path / EXPORT_MANIFEST} is not a readable export manifest ({err}); "
+                              "export the model again with `nlp export`") from None
+        if task is not None and get_task(task).name != exported.name:
+            raise ConfigError(f"{path} is an export of a {exported.name} model; it cannot serve as {task!r}")
+        if importlib.util.find_spec("nlp.deploy.backend") is None:
+            raise ConfigError(f"{path} is an ONNX export, and this install lacks the onnxruntime backend "
+                              "(nlp.deploy.backend). Serve the run or model directory it was exported from.")
+        return path, exported
+    model_dir = find_model_dir(path)
+    return model_dir, get_task(task or task_of_model(model_dir))
+
+
+def check_servable(model_path: str | Path, *, task: str | None = None) -> str:
+    """The task `model_path` would be served as; ConfigError (with the fix) when it cannot be."""
+    return _resolve(model_path, task)[1].name
+
+
+def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None, precision: str = "auto",
+                              device: Any = None, max_length: int | None = None) -> ServingModel:
+    """The pipeline to serve from a run directory, a model directory or an export directory.
+
+    `task` defaults to what the model's config (or its run's recipe) says; `max_length` to the
+    run's training length, else the pipeline's default.
+    """
+    model_dir, spec = _resolve(model_path, task)
+    # every batch shape compiles a oneDNN kernel (bf16 autocast included): keep their cache bounded,
+    # or a server's memory grows with the variety of request lengths
+    limit_onednn_cache()
+    if is_export_dir(model_dir):
+        return _load_export(model_dir, spec, precision, device, max_length)
+    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    chosen = serving_precision(precision, device)
+    max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
+    pipe = spec.pipeline(model_dir, device=device, max_length=max_length)
+    logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec.name),
+                        model=str(model_dir), backend="torch", precision=chosen, device=str(device),
+                        max_length=pipe.max_length)
+
+
+def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_length: int | None) -> ServingModel:
+    """An `nlp export` directory on onnxruntime (CPU), in the precision it was exported in."""
+    from nlp.deploy.backend import OnnxBackend  # `nlp export`'s onnxruntime backend (checked in _resolve)
+
+    if device not in (None, "cpu"):
+        raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider; "
+                          "leave --device out, or serve the PyTorch run directory on a GPU")
+    if precision not in ("auto", "fp32"):
+        raise ConfigError(f"precision {precision!r}: an export directory runs in the precision it was exported "
+                          "in; leave --precision out (re-export with `nlp export --quantize int8` for int8)")
+    backend = OnnxBackend(path)
+    pipe = spec.pipeline(backend, path, max_length=max_length)
+    logger.info("loaded %s (%s) on onnxruntime, precision %s", path, spec.name, backend.precision)
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec.name), model=str(path),
+                        backend="onnxruntime", precision=backend.precision, device="cpu",
+                        max_length=pipe.max_length)
