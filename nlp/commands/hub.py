@@ -129,13 +129,25 @@ def _cache_rm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    """argparse type of --port: a TCP port, refused otherwise (uvicorn would wrap 99999 round to 34463)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a port from 1 to 65535") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port; give a number from 1 to 65535 (0 picks a free one)")
+    return port
+
+
 def _serve(args: argparse.Namespace) -> int:
     from nlp._common import ConfigError
-    from nlp.hub.server import serve
+    from nlp.hub.server import create_app, serve
 
     if not os.path.isdir(args.dir):
         raise ConfigError(f"{args.dir!r} is not a directory; give the folder holding owner/name/ snapshots")
     token = args.token or os.environ.get("NLP_HUB_TOKEN") or None
+    create_app(args.dir, token=token)  # a bad token is refused before the banner
     print(f"serving {os.path.abspath(args.dir)} on http://{args.host}:{args.port}" + (" (bearer token required)" if token else ""))
     serve(args.dir, host=args.host, port=args.port, token=token, workers=args.workers)
     return 0
@@ -184,7 +196,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        epilog=EPILOG, formatter_class=fmt)
     p.add_argument("dir", metavar="DIR", help="folder holding owner/name/<files>")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=_port, default=8080, help="TCP port, 1-65535 (default 8080)")
     p.add_argument("--token", default=None, help="require `Authorization: Bearer TOKEN` (or set NLP_HUB_TOKEN)")
     p.add_argument("--workers", type=int, default=1, help="server processes (use about one per core on a busy mirror)")
     p.set_defaults(func=_serve)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
-from nlp.hub.server import create_app
+from nlp.hub.server import create_app, server_options
 
 
 def _free_port() -> int:
@@ -23,10 +23,12 @@ def _free_port() -> int:
 class MirrorServer:
     """`nlp hub serve` (the real app under uvicorn) in a background thread."""
 
-    def __init__(self, root: Path, token: str | None = None):
+    def __init__(self, root: Path, token: str | None = None, **options):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(root, token=token), host="127.0.0.1", port=self.port, log_level="error")
+        config = uvicorn.Config(
+            create_app(root, token=token), host="127.0.0.1", port=self.port, log_level="error", **server_options(**options)
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
