@@ -45,6 +45,7 @@ __all__ = [
     "AutoModelForTokenClassification",
     "AutoModelForQuestionAnswering",
     "pipeline",
+    "load_dataset",
 ]
 
 _HUB_KWARGS = ("revision", "cache_dir", "local_files_only")
@@ -171,3 +172,11 @@ def pipeline(task: str, model: str | os.PathLike, tokenizer: str | os.PathLike |
     tokenizer_dir = resolve(tokenizer, **hub_kwargs) if tokenizer is not None else None
     with _refetch_hint(model):
         return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+
+
+def load_dataset(name: str, split: str | None = None, **kwargs: Any):
+    """`nlp.tasks.datasets.load` with the hub's downloader for the public datasets' files
+    (`nlp.hub.fetch_file`: the hub cache, resume, md5/sha256, offline switches)."""
+    from nlp.tasks.datasets import load
+
+    return load(name, split, fetch=hub.fetch_file, **kwargs)

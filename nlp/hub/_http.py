@@ -107,6 +107,14 @@ def _git_blob_sha1(path: Path) -> str:
     return h.hexdigest()
 
 
+def _md5(path: Path) -> str:
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 _LFS_PREFIX = b"version https://git-lfs.github.com/spec/"
 
 
@@ -134,7 +142,9 @@ def _known(sha256: str | None) -> bool:
     return bool(sha256) and sha256 != "unknown"
 
 
-def verify_file(path: Path, what: str, *, sha256: str | None, size: int | None, git_sha1: str | None = None) -> str:
+def verify_file(
+    path: Path, what: str, *, sha256: str | None, size: int | None, git_sha1: str | None = None, md5: str | None = None
+) -> str:
     """Check a complete file; returns its sha256. IntegrityError (naming `what`, the expected and
     the actual digest) on a mismatch; the caller removes the file."""
     digest = sha256_file(path)
@@ -151,6 +161,8 @@ def verify_file(path: Path, what: str, *, sha256: str | None, size: int | None, 
         raise IntegrityError(f"{what}: size mismatch: expected {size} bytes, got {actual_size} (sha256 {digest})")
     if _known(sha256) and digest != sha256:
         raise IntegrityError(f"{what}: sha256 mismatch: expected {sha256}, actual {digest}")
+    if md5 and (actual := _md5(path)) != md5.lower():  # the only digest some publishers give (PaddleNLP datasets)
+        raise IntegrityError(f"{what}: md5 mismatch: expected {md5}, actual {actual} (sha256 {digest})")
     if git_sha1 and (actual := _git_blob_sha1(path)) != git_sha1:
         raise IntegrityError(f"{what}: git blob id mismatch: expected {git_sha1}, actual {actual} (sha256 {digest})")
     return digest
@@ -201,6 +213,7 @@ def fetch_url(
     sha256: str | None = None,
     size: int | None = None,
     git_sha1: str | None = None,
+    md5: str | None = None,
     lock_path: Path | None = None,
     incomplete_path: Path | None = None,
     headers: dict[str, str] | None = None,
@@ -215,7 +228,7 @@ def fetch_url(
     Raises HubError when the URL fails for good, and IntegrityError when the bytes are wrong.
     """
     if url.startswith("file://"):
-        return copy_verified(Path(unquote(urlparse(url).path)), dest, sha256=sha256, size=size, lock_path=lock_path)
+        return copy_verified(Path(unquote(urlparse(url).path)), dest, sha256=sha256, size=size, md5=md5, lock_path=lock_path)
     what = what or url
     policy = retry or DEFAULT_RETRY
     dest = Path(dest)
@@ -227,7 +240,7 @@ def fetch_url(
     with FileLock(str(lock_path)):
         if dest.exists():
             try:
-                return verify_file(dest, f"{what} (cached at {dest})", sha256=sha256, size=size, git_sha1=git_sha1)
+                return verify_file(dest, f"{what} (cached at {dest})", sha256=sha256, size=size, git_sha1=git_sha1, md5=md5)
             except IntegrityError as err:  # damaged on disk since: fetch it again
                 logger.warning("%s; removing it and downloading again", err)
                 dest.unlink()
@@ -251,11 +264,11 @@ def fetch_url(
                 last_error = err
                 continue
             try:
-                verify_file(incomplete, what, sha256=sha256, size=size, git_sha1=git_sha1)
+                verify_file(incomplete, what, sha256=sha256, size=size, git_sha1=git_sha1, md5=md5)
             except IntegrityError:
                 incomplete.unlink(missing_ok=True)  # nothing left that a later call would resume
                 raise
-            if not (established or size is not None or _known(sha256) or git_sha1) and unconfirmed != digest:
+            if not (established or size is not None or _known(sha256) or git_sha1 or md5) and unconfirmed != digest:
                 # the body just ended: complete, or cut short? Only two reads that agree say so.
                 incomplete.unlink(missing_ok=True)
                 logger.info("%s: no length from the server; downloading again to confirm the file is complete", url)
@@ -327,7 +340,9 @@ def _get_once(url: str, incomplete: Path, size: int | None, headers: dict, timeo
         return hasher.hexdigest(), total is not None or chunked
 
 
-def copy_verified(src: Path, dest: Path, *, sha256: str | None, size: int | None, lock_path: Path | None = None) -> str:
+def copy_verified(
+    src: Path, dest: Path, *, sha256: str | None, size: int | None, md5: str | None = None, lock_path: Path | None = None
+) -> str:
     """Copy a local file into the cache with the same verification and atomic rename as a download."""
     if not src.is_file():
         raise HubError(f"file {str(src)!r} does not exist")
@@ -336,8 +351,8 @@ def copy_verified(src: Path, dest: Path, *, sha256: str | None, size: int | None
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock_path)):
         if dest.exists():
-            return verify_file(dest, f"{dest} (cached)", sha256=sha256, size=size)
-        digest = verify_file(src, str(src), sha256=sha256, size=size)
+            return verify_file(dest, f"{dest} (cached)", sha256=sha256, size=size, md5=md5)
+        digest = verify_file(src, str(src), sha256=sha256, size=size, md5=md5)
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
         try:
             shutil.copyfile(src, tmp)

@@ -21,9 +21,10 @@ from nlp._common import HubError, UnknownNameError, atomic_write
 
 from . import records
 from ._env import hub_cache_dir, is_offline, mirror_endpoints
-from ._http import IntegrityError, RetryPolicy, fetch_url, lfs_pointer
+from ._http import IntegrityError, RetryPolicy, lfs_pointer
 from .cards import FileSpec, ModelCard, Source
 from .convert import Converter, convert_once, is_converted
+from .file_download import fetch_recorded
 from .hf_protocol import fetch_snapshot
 from .registry import find_card, get_card
 
@@ -200,34 +201,21 @@ def _file_url(src: Source, f: FileSpec, revision: str | None) -> str:
 def _files_snapshot(card: ModelCard, src: Source, revision: str | None, job: _Job) -> Path:
     cache, offline, progress = job.cache, job.offline, job.progress
     label = _label(src)
-    root = cache / f"files--{safe_name(card.name)}"
-    snap = root / "snapshots" / label
+    snap = cache / f"files--{safe_name(card.name)}" / "snapshots" / label
     # builtin files are package data on this disk: copying them opens no socket, so offline is fine
     if offline and src.kind != "builtin":
         missing = [f.name for f in src.files if not (snap / f.name).is_file()]
         if missing:
             raise _NotCached(missing)
         return snap
-    known = records.recorded(cache, card.name).get(label, {})
     digests = {}
     for f in src.files:
-        expected = f.sha256 if f.sha256 != "unknown" else known.get(f.name)
-        url = _file_url(src, f, revision)
-        digest = fetch_url(
-            url,
-            snap / f.name,
-            sha256=expected,
-            size=f.size,
-            lock_path=cache / ".locks" / f"files--{safe_name(card.name)}" / label / (f.name.replace("/", "--") + ".lock"),
-            incomplete_path=root / "blobs" / label / (f.name.replace("/", "--") + ".incomplete"),
-            progress=progress,
-            retry=job.retry,
-            what=f"{f.name} of {card.name} ({src.describe()})",
+        _, new = fetch_recorded(
+            cache, card.name, label, f.name, _file_url(src, f, revision), sha256=f.sha256, size=f.size,
+            progress=progress, retry=job.retry, what=f"{f.name} of {card.name} ({src.describe()})",
         )
-        # fetch_url returns only files whose completeness it established (a length, a digest, or
-        # two identical downloads): a digest recorded here is the whole file's
-        if f.sha256 == "unknown" and f.name not in known:
-            digests[f.name] = digest
+        if new:
+            digests[f.name] = new
     if digests:
         records.record(cache, card.name, label, digests)
     _write_paddle_config(card, src, snap)

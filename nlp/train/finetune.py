@@ -56,11 +56,13 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Loaders:
     """How names become objects. `model(head_class, name, overrides)` loads weights,
-    `config(name, overrides)` reads an architecture, `tokenizer(name)` a tokenizer."""
+    `config(name, overrides)` reads an architecture, `tokenizer(name)` a tokenizer, and
+    `fetch` (the hub's `fetch_file`) downloads a public dataset's files; None: local files only."""
 
     model: Callable[[type, str, dict], PreTrainedEncoder]
     config: Callable[[str, dict], ErnieConfig]
     tokenizer: Callable[[str], Tokenizer]
+    fetch: Callable[..., Path] | None = None
 
 
 def _local_dir(name: str) -> Path:
@@ -120,7 +122,7 @@ def _labels_of(task: str, ds: Any) -> list[str] | None:
     return None
 
 
-def load_task_data(recipe: Recipe) -> TaskData:
+def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None) -> TaskData:
     """Read the splits the recipe uses; check the label set. Raises ConfigError naming the key
     or file on a missing file, an unreadable record or a label set that does not match."""
     from nlp.tasks.datasets import BUILTIN, load
@@ -145,7 +147,7 @@ def load_task_data(recipe: Recipe) -> TaskData:
                 if split in data.files:
                     splits[role] = read_public_file(spec, data.files[split], split)
                 else:  # the published file, downloaded once (needs the network)
-                    splits[role] = load(data.dataset, split)
+                    splits[role] = load(data.dataset, split, fetch=fetch)
         else:
             for role, split in wanted.items():
                 splits[role] = _read_file(task, data.files[split], data, split)
@@ -463,7 +465,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     loaders = loaders or local_loaders()
     run_dir = Path(recipe.train.output_dir)
     _check_run_dir(recipe, run_dir)
-    data = load_task_data(recipe)  # bad files / labels fail here, before any model is built
+    data = load_task_data(recipe, loaders.fetch)  # bad files / labels fail here, before any model is built
     task = recipe.task.name
     for role in ("dev", "test"):
         if role in data.splits and not _has_labels(task, data.splits[role]):
