@@ -373,44 +373,38 @@ def create_app(root: str | os.PathLike, token: str | None = None) -> _BearerAuth
     return _BearerAuth(Starlette(routes=_Handlers(mirror).routes()), mirror)
 
 
-class _HeaderTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol plus a deadline for a request's headers.
+class _HeadDeadline:
+    """A deadline for a request's head, mixed into uvicorn's HTTP protocols.
 
     uvicorn times out idle keep-alive connections but not a client that opens a connection and
-    sends its request line a byte at a time (every byte restarts nothing, so it is never
-    closed): enough of those exhaust the server's sockets. Here a connection that has not
-    delivered a complete request head `header_timeout` seconds after it opened (or after the
-    previous response) is closed.
+    sends its request line a byte at a time (each byte cancels the keep-alive timer, and nothing
+    else is armed): enough of those exhaust the server's sockets. Here a connection is closed when
+    `header_timeout` seconds after it opened (or after its last response) no request is being
+    served: its head never arrived. A response that takes longer is never cut.
     """
 
     header_timeout: float = 10.0
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        self._head_cycle = None
         self._head_timer = None
         self._arm_head_timer()
 
     def _arm_head_timer(self) -> None:
-        self._cancel_head_timer()
-        self._head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
-
-    def _cancel_head_timer(self) -> None:
         if self._head_timer is not None:
             self._head_timer.cancel()
-            self._head_timer = None
+        self._head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
+
+    def _serving(self) -> bool:
+        cycle = self.cycle
+        return (cycle is not None and not cycle.response_complete) or bool(getattr(self, "pipeline", None))
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
-        if not self.transport.is_closing():
-            logger.info("closing a connection from %s: no complete request head in %.0fs", self.client, self.header_timeout)
-            self.transport.close()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self.cycle is not None and self.cycle is not self._head_cycle:  # a request head arrived
-            self._head_cycle = self.cycle
-            self._cancel_head_timer()
+        if self._serving() or self.transport.is_closing():
+            return  # re-armed when that response completes
+        logger.info("closing a connection from %s: no complete request head in %.0fs", self.client, self.header_timeout)
+        self.transport.close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -418,14 +412,35 @@ class _HeaderTimeoutProtocol(H11Protocol):
             self._arm_head_timer()  # the next request on this connection gets the same deadline
 
     def connection_lost(self, exc) -> None:
-        self._cancel_head_timer()
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         super().connection_lost(exc)
 
 
-def _protocol_class(header_timeout: float) -> type[H11Protocol]:
-    if header_timeout == _HeaderTimeoutProtocol.header_timeout:
-        return _HeaderTimeoutProtocol  # importable by name, so worker processes can use it
-    return type("_HeaderTimeoutProtocol", (_HeaderTimeoutProtocol,), {"header_timeout": header_timeout})
+class _H11HeadDeadline(_HeadDeadline, H11Protocol):
+    """uvicorn's h11 protocol with the head deadline."""
+
+
+try:  # uvicorn[standard]'s faster parser, when installed
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - httptools is part of uvicorn[standard]
+    _PROTOCOL: type = _H11HeadDeadline
+else:
+
+    class _HttpToolsHeadDeadline(_HeadDeadline, HttpToolsProtocol):
+        """uvicorn's httptools protocol with the head deadline."""
+
+    _PROTOCOL = _HttpToolsHeadDeadline
+
+
+def _protocol_class(header_timeout: float, parser: str) -> type:
+    if parser not in ("auto", "h11"):
+        raise ConfigError(f"parser {parser!r} is not 'auto' (httptools when installed) or 'h11'")
+    base = _H11HeadDeadline if parser == "h11" else _PROTOCOL
+    if header_timeout == _HeadDeadline.header_timeout:
+        return base  # importable by name, so uvicorn's worker processes can use it
+    return type(base.__name__, (base,), {"header_timeout": header_timeout})
 
 
 def check_port(port: int) -> int:
@@ -435,12 +450,13 @@ def check_port(port: int) -> int:
     return port
 
 
-def server_options(*, header_timeout: float = 10.0, keep_alive: float = 5.0) -> dict:
-    """uvicorn settings of the mirror: h11 with a request-head deadline, and a keep-alive timeout.
+def server_options(*, header_timeout: float = 10.0, keep_alive: float = 5.0, parser: str = "auto") -> dict:
+    """uvicorn settings of the mirror: an HTTP protocol with a request-head deadline, a keep-alive timeout.
 
     `uvicorn.run(app, host=..., port=..., **server_options())`; tests pass short timeouts.
+    `parser`: "auto" (httptools when installed, else h11) or "h11".
     """
-    return {"http": _protocol_class(header_timeout), "timeout_keep_alive": keep_alive}
+    return {"http": _protocol_class(header_timeout, parser), "timeout_keep_alive": keep_alive}
 
 
 def _app_from_env() -> _BearerAuth:

@@ -220,8 +220,9 @@ def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") ->
     return False
 
 
-def test_a_client_that_never_finishes_its_headers_is_closed(root):
-    s = MirrorServer(root, header_timeout=1.0)
+@pytest.mark.parametrize("parser", ["auto", "h11"])
+def test_a_client_that_never_finishes_its_headers_is_closed(root, parser):
+    s = MirrorServer(root, header_timeout=1.0, parser=parser)
     try:
         with socket.create_connection(("127.0.0.1", s.port), timeout=5) as sock:
             sock.sendall(b"GET /team/m/resolve/main/config.json HTTP/1.1\r\nHost: x\r\n")
@@ -241,11 +242,12 @@ def test_a_client_that_never_finishes_its_headers_is_closed(root):
         s.stop()
 
 
-def test_a_slow_body_download_is_not_cut_by_the_head_deadline(root):
+@pytest.mark.parametrize("parser", ["auto", "h11"])
+def test_a_slow_body_download_is_not_cut_by_the_head_deadline(root, parser):
     """The deadline is for the request head only: a long response is not interrupted."""
     big = os.urandom(4 << 20)
     (root / "team/m/big.bin").write_bytes(big)
-    s = MirrorServer(root, header_timeout=0.5)
+    s = MirrorServer(root, header_timeout=0.5, parser=parser)
     try:
         with requests.get(f"{s.url}/team/m/resolve/main/big.bin", stream=True, timeout=10) as r:
             got = bytearray()
