@@ -2,10 +2,12 @@
 HTTP layer: model files (url / modelscope sources, Hugging Face-protocol blobs), dataset files
 and `file://` package data all come through `fetch_url`. The guarantees:
 
-- resume: bytes land in `<blob>.incomplete`; a retry asks for `Range: bytes=<have>-` and appends
-  when the server answers 206 starting at that byte (a 200 restarts from zero; a 416 means the
-  partial file is stale, e.g. longer than the file now is: it is discarded and the download
-  starts again);
+- resume: bytes land in `<blob>.incomplete`; a retry asks for `Range: bytes=<have>-` with
+  `If-Range: <validator>` (the ETag or Last-Modified of the response that started the file, kept
+  in `<blob>.incomplete.validator`) and appends when the server answers 206 starting at that byte.
+  A 200 restarts from zero; a 416 means the partial file is stale (e.g. longer than the file now
+  is): it is discarded and the download starts again. A partial file with neither a validator nor
+  a digest to check the result against is not resumed (it may be part of another version);
 - retries: connection errors, timeouts, 408, 429 and 5xx are retried with exponential backoff,
   honouring `Retry-After` up to a cap (`RetryPolicy`); other 4xx fail at once (the URL is wrong or
   the token is), so the caller can move to the next source;
@@ -198,6 +200,10 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _header_safe(value: str) -> bool:
+    return all(" " <= c <= "~" for c in value) and len(value) < 1024
+
+
 def _content_range(value: str | None) -> tuple[int | None, int | None]:
     """(first byte, total) of `Content-Range: bytes first-last/total`; None for what is absent or `*`."""
     m = re.fullmatch(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*", value or "")
@@ -254,7 +260,10 @@ def fetch_url(
                 time.sleep(wait)
             retry_after = None
             try:
-                digest, established = _get_once(url, incomplete, size, headers or {}, timeout, progress, dest.name)
+                digest, established = _get_once(
+                    url, incomplete, size, headers or {}, timeout, progress, dest.name,
+                    verifiable=_known(sha256) or bool(git_sha1 or md5),
+                )
             except _Fatal:
                 raise
             except _Retry as err:
@@ -267,6 +276,7 @@ def fetch_url(
                 verify_file(incomplete, what, sha256=sha256, size=size, git_sha1=git_sha1, md5=md5)
             except IntegrityError:
                 incomplete.unlink(missing_ok=True)  # nothing left that a later call would resume
+                _validator_path(incomplete).unlink(missing_ok=True)
                 raise
             if not (established or size is not None or _known(sha256) or git_sha1 or md5) and unconfirmed != digest:
                 # the body just ended: complete, or cut short? Only two reads that agree say so.
@@ -280,18 +290,36 @@ def fetch_url(
                 unconfirmed, retry_after = digest, (0.0 if unconfirmed is None else None)
                 continue
             os.replace(incomplete, dest)
+            _validator_path(incomplete).unlink(missing_ok=True)
             return digest
         raise HubError(f"{url}: failed after {policy.attempts} attempts: {last_error}")
 
 
-def _get_once(url: str, incomplete: Path, size: int | None, headers: dict, timeout: float, progress: bool, desc: str) -> tuple[str, bool]:
+def _validator_path(incomplete: Path) -> Path:
+    return incomplete.with_name(incomplete.name + ".validator")
+
+
+def _get_once(
+    url: str, incomplete: Path, size: int | None, headers: dict, timeout: float, progress: bool, desc: str,
+    verifiable: bool,
+) -> tuple[str, bool]:
     """One GET, resuming from the partial file. Returns the sha256 of the result and whether a
-    header established its full length (so that a short body raises instead of returning)."""
+    header established its full length (so that a short body raises instead of returning).
+
+    A partial file is resumed with `If-Range: <the validator of the response that started it>`
+    (ETag or Last-Modified), so a file changed on the server since restarts from zero instead of
+    gluing two versions together. Without a validator a partial is resumed only when a digest will
+    check the result (`verifiable`); otherwise it is discarded.
+    """
     offset = incomplete.stat().st_size if incomplete.exists() else 0
-    if size is not None and offset > size:  # a stale partial of another (longer) file
-        incomplete.unlink()
+    vpath = _validator_path(incomplete)
+    validator = vpath.read_text(encoding="utf-8").strip() if offset and vpath.is_file() else None
+    if (size is not None and offset > size) or (offset and not validator and not verifiable):
+        incomplete.unlink()  # longer than the file, or a prefix nothing could vouch for
         offset = 0
     req_headers = dict(headers, **({"Range": f"bytes={offset}-"} if offset else {}))
+    if offset and validator:
+        req_headers["If-Range"] = validator
     req_headers.setdefault("Accept-Encoding", "identity")  # the byte count must be the file's
     with requests.get(url, headers=req_headers, stream=True, timeout=timeout, allow_redirects=True) as resp:
         code = resp.status_code
@@ -322,6 +350,12 @@ def _get_once(url: str, incomplete: Path, size: int | None, headers: dict, timeo
         else:
             offset, mode = 0, "wb"
             total = _number(resp.headers.get("Content-Length"))
+            etag, modified = resp.headers.get("ETag", ""), resp.headers.get("Last-Modified", "")
+            fresh = etag if etag and not etag.startswith("W/") else modified  # If-Range needs a strong one
+            if fresh and _header_safe(fresh):
+                vpath.write_text(fresh, encoding="utf-8")
+            else:
+                vpath.unlink(missing_ok=True)
         chunked = "chunked" in resp.headers.get("Transfer-Encoding", "").lower()  # its end is explicit
         with open(incomplete, mode) as f, _progress(progress, total if total is not None else size, offset, desc) as bar:
             # small reads: when the connection drops, only the last partial read is lost

@@ -64,7 +64,8 @@ class FlakyServer:
     - `no_range = True`: ignore Range and always send the whole file with 200;
     - `answers[path] = [(status, headers), ...]`: the next GETs answer these (e.g. 429 + Retry-After);
     - `no_length.add(path)`: no Content-Length, the end of the body is the end of the connection;
-    - `varying.add(path)`: every GET's body differs (a counter replaces the first bytes).
+    - `varying.add(path)`: every GET's body differs (a counter replaces the first bytes);
+    - `etag = True`: send `ETag: "<sha256>"`; `if_range = True`: honour `If-Range` (200 when it differs).
     Honours `Range: bytes=a-` with 206 otherwise (416 when a is past the end). Records each GET's
     Range header (None if absent).
     """
@@ -79,6 +80,9 @@ class FlakyServer:
         self.answers: dict[str, list[tuple[int, dict]]] = {}
         self.no_length: set[str] = set()
         self.varying: set[str] = set()
+        self.etag = False
+        self.if_range = False
+        self.if_ranges: list[str | None] = []
         self.gets = 0
         outer = self
 
@@ -114,7 +118,9 @@ class FlakyServer:
                     data = data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :]
                 rng = self.headers.get("Range")
                 outer.ranges.append(rng)
-                if outer.no_range:
+                outer.if_ranges.append(self.headers.get("If-Range"))
+                etag = f'"{sha(data)}"'
+                if outer.no_range or (outer.if_range and self.headers.get("If-Range") not in (None, etag)):
                     rng = None
                 start = int(rng.split("=")[1].split("-")[0]) if rng else 0
                 if start >= len(data) > 0:
@@ -125,6 +131,8 @@ class FlakyServer:
                     return
                 body = data[start:]
                 self.send_response(206 if rng else 200)
+                if outer.etag:
+                    self.send_header("ETag", etag)
                 if rng:
                     self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
                 if path not in outer.no_length:

@@ -183,18 +183,58 @@ def test_body_without_length_that_never_repeats_is_refused(flaky, cache, no_slee
     assert not any(p.endswith(("w.bin", ".incomplete")) for p in leftovers(cache))
 
 
-@pytest.mark.parametrize("stale", [BLOB + b"more bytes of another file", b"X" * len(BLOB)])
-def test_416_on_resume_means_start_again(flaky, cache, stale, no_sleep):
-    """Before: a 416 to the resume request took the stale partial file as complete and recorded it."""
-    flaky.files["w.bin"] = BLOB
+def _leave_a_partial(flaky, name: str) -> int:
+    """A download cut short whose retries all fail: the partial file (and its ETag) stay. Its size."""
+    flaky.drop_after["w.bin"] = 100_000
+    flaky.answers["w.bin"] = [(503, {})] * 4
+    with pytest.raises(HubError):
+        hub.download(name)
+    (partial,) = Path(os.environ["NLP_HUB_CACHE"]).rglob("w.bin.incomplete")
+    return partial.stat().st_size
+
+
+def test_416_on_resume_means_start_again(flaky, cache, no_sleep):
+    """Before: a 416 to the resume request took the stale partial file as complete and recorded
+    its digest, so the right file was refused ever after."""
+    old, new = os.urandom(300_000), os.urandom(30_000)
+    flaky.files["w.bin"] = old
+    flaky.etag = True  # the partial file can be resumed with If-Range ...
     hub.register_card(url_card("st", flaky.url, [("w.bin", {})]))
-    partial = cache / "files--st" / "blobs" / "url-main" / "w.bin.incomplete"
-    partial.parent.mkdir(parents=True)
-    partial.write_bytes(stale)
+    have = _leave_a_partial(flaky, "st")
+    assert have > len(new)
+    flaky.files["w.bin"] = new  # ... but the file is now shorter than the partial one, and this
+    flaky.ranges.clear()        # server ignores If-Range: the resume request gets 416
     path = hub.download("st")
-    assert (path / "w.bin").read_bytes() == BLOB
-    assert json.loads((cache / "records/st.json").read_text())["url-main"]["w.bin"] == sha(BLOB)
-    assert flaky.ranges[0] == f"bytes={len(stale)}-" and None in flaky.ranges
+    assert (path / "w.bin").read_bytes() == new
+    assert json.loads((cache / "records/st.json").read_text())["url-main"]["w.bin"] == sha(new)
+    assert flaky.ranges[0] == f"bytes={have}-" and flaky.ranges[1] is None
+
+
+def test_partial_of_a_changed_file_is_not_glued_to_the_new_one(flaky, cache, no_sleep):
+    """Found while fixing the above: a partial file resumed after the file changed on the server
+    glued two versions together, and with no published digest that mix was recorded. Now the
+    resume carries If-Range, and a partial nothing can vouch for is not resumed."""
+    old, new = os.urandom(300_000), os.urandom(300_000)
+    flaky.files["w.bin"] = old
+    flaky.etag, flaky.if_range = True, True
+    hub.register_card(url_card("chg", flaky.url, [("w.bin", {})]))
+    _leave_a_partial(flaky, "chg")
+    flaky.files["w.bin"] = new
+    flaky.ranges.clear()
+    flaky.if_ranges.clear()
+    assert (hub.download("chg") / "w.bin").read_bytes() == new
+    assert flaky.if_ranges[0] == f'"{sha(old)}"'  # the server saw the change and sent it whole
+    assert json.loads((cache / "records/chg.json").read_text())["url-main"]["w.bin"] == sha(new)
+
+
+def test_partial_without_validator_or_digest_is_not_resumed(flaky, cache):
+    flaky.files["w.bin"] = BLOB
+    hub.register_card(url_card("nov", flaky.url, [("w.bin", {})]))
+    partial = cache / "files--nov" / "blobs" / "url-main" / "w.bin.incomplete"
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(os.urandom(100_000))  # from another version of the file, for all we know
+    assert (hub.download("nov") / "w.bin").read_bytes() == BLOB
+    assert flaky.ranges == [None]
 
 
 def test_stale_partial_longer_than_the_known_size_is_discarded(flaky, cache):
