@@ -417,3 +417,17 @@ def test_paddle_source_downloads_in_a_fresh_interpreter(tmp_path, cache):
         assert (Path(r.stdout.strip()) / "model.safetensors").is_file()
     finally:
         srv.stop()
+
+
+def test_hf_endpoint_env_is_verified_too(cache):
+    """An `owner/repo` id through HF_ENDPOINT (read by huggingface_hub at import: a fresh interpreter)."""
+    evil = bytes(b ^ 0x0F for b in BLOB)
+    srv = LyingHub(served={"config.json": b"{}", "model.safetensors": evil}, announced={"model.safetensors": BLOB})
+    try:
+        code = "import nlp.hub, nlp._common as c\ntry:\n    print(nlp.hub.download('team/m', progress=False))\nexcept c.HubError as e:\n    print('ERROR', e)"
+        env = dict(os.environ, HF_ENDPOINT=srv.url, NLP_HUB_CACHE=str(cache))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert r.stdout.startswith("ERROR") and sha(BLOB) in r.stdout and sha(evil) in r.stdout, r.stdout + r.stderr
+        assert not any(sha(BLOB) in p or sha(evil) in p for p in leftovers(cache))
+    finally:
+        srv.stop()
