@@ -200,7 +200,7 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _header_safe(value: str) -> bool:
+def _printable(value: str) -> bool:
     return all(" " <= c <= "~" for c in value) and len(value) < 1024
 
 
@@ -352,7 +352,7 @@ def _get_once(
             total = _number(resp.headers.get("Content-Length"))
             etag, modified = resp.headers.get("ETag", ""), resp.headers.get("Last-Modified", "")
             fresh = etag if etag and not etag.startswith("W/") else modified  # If-Range needs a strong one
-            if fresh and _header_safe(fresh):
+            if fresh and _printable(fresh):
                 vpath.write_text(fresh, encoding="utf-8")
             else:
                 vpath.unlink(missing_ok=True)

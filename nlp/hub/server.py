@@ -16,7 +16,13 @@ A repository has one revision: `main`, or its commit id, a sha1 over the listing
 mtime) so that it changes whenever a file does. Errors carry `X-Error-Code` (RepositoryNotFound,
 RevisionNotFound, EntryNotFound) as the real hub does, which huggingface_hub turns into its own
 exception classes. Nothing outside DIR is served: path segments `..`/`.`, backslashes, NUL,
-absolute paths and symlinks whose target leaves DIR all answer 404.
+absolute paths and symlinks whose target leaves DIR or is hidden (`.git/`, `.env`) all answer 404.
+
+Hostile input gets a 4xx, never a 5xx: error headers are printable ASCII whatever the path's
+script, tokens are compared as bytes in constant time, `Range` numbers are never parsed beyond 19
+digits, and several or malformed ranges get the whole file (RFC 9110). A client must deliver its
+request head within `header_timeout` seconds (`server_options`), so slow clients cannot pin the
+server's connections.
 """
 
 from __future__ import annotations
