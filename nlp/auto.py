@@ -8,14 +8,16 @@ This is one of the two places (with the CLI) that put the hub together with the 
 
 `from_pretrained` takes the hub's keyword arguments (`revision`, `cache_dir`,
 `local_files_only`); every other keyword goes to the loader (config overrides such as
-`num_labels=3`). Importing this module registers the models layer's Paddle converter with the
-hub, so a PaddleNLP-format source is converted once on arrival.
+`num_labels=3`). `resolve` hands the hub the models layer's converters (`CONVERTERS`), so a
+PaddleNLP-format source is converted once on arrival; importing this module registers nothing.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,14 @@ from nlp.models import (
     ErnieForMaskedLM,
     ErnieModel,
     PreTrainedEncoder,
+    WeightsFileError,
     convert_paddle_checkpoint,
     preset_config,
 )
 from nlp.tokenizer import Tokenizer, load_tokenizer
 
 __all__ = [
+    "CONVERTERS",
     "resolve",
     "AutoConfig",
     "AutoTokenizer",
@@ -42,6 +46,7 @@ __all__ = [
     "AutoModelForTokenClassification",
     "AutoModelForQuestionAnswering",
     "pipeline",
+    "load_dataset",
 ]
 
 _HUB_KWARGS = ("revision", "cache_dir", "local_files_only")
@@ -52,12 +57,28 @@ def _convert_paddle(src_dir: Path, dst_dir: Path) -> None:
     convert_paddle_checkpoint(src_dir, dst_dir, overwrite=True)
 
 
-hub.register_converter("paddle", _convert_paddle)
+# format -> converter, passed to every hub download made here (and by `nlp hub download`)
+CONVERTERS = {"paddle": _convert_paddle}
 
 
 def resolve(name_or_path: str | os.PathLike, **hub_kwargs: Any) -> Path:
     """A local directory for a registered name, an `owner/repo` id, or a local directory."""
-    return hub.download(name_or_path, **hub_kwargs)
+    return hub.download(name_or_path, converters=CONVERTERS, **hub_kwargs)
+
+
+@contextmanager
+def _refetch_hint(name_or_path: str | os.PathLike) -> Iterator[None]:
+    """A broken weights file that came through the hub gets the commands that fetch it again."""
+    try:
+        yield
+    except WeightsFileError as err:
+        if Path(name_or_path).expanduser().is_dir():  # the user's own folder: nothing to re-fetch
+            raise
+        raise WeightsFileError(
+            f"{err} It came from the hub cache: fetch it again with `nlp hub download {name_or_path} --force` "
+            f"(or remove the cached copy with `nlp hub cache rm {name_or_path}`).",
+            err.path,
+        ) from err
 
 
 def _split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -103,7 +124,9 @@ class _AutoModel:
     @classmethod
     def from_pretrained(cls, name_or_path: str | os.PathLike, **kwargs: Any) -> PreTrainedEncoder:
         hub_kwargs, overrides = _split_kwargs(kwargs)
-        return cls.model_class().from_pretrained(resolve(name_or_path, **hub_kwargs), **overrides)
+        directory = resolve(name_or_path, **hub_kwargs)
+        with _refetch_hint(name_or_path):
+            return cls.model_class().from_pretrained(directory, **overrides)
 
     @classmethod
     def from_config(cls, config: ErnieConfig | str, **overrides: Any) -> PreTrainedEncoder:
@@ -159,4 +182,13 @@ def pipeline(task: str, model: str | os.PathLike | None = None, tokenizer: str |
     hub_kwargs, kwargs = _split_kwargs(kwargs)
     model_dir = resolve(model, **hub_kwargs)
     tokenizer_dir = resolve(tokenizer, **hub_kwargs) if tokenizer is not None else None
-    return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+    with _refetch_hint(model):
+        return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+
+
+def load_dataset(name: str, split: str | None = None, **kwargs: Any):
+    """`nlp.tasks.datasets.load` with the hub's downloader for the public datasets' files
+    (`nlp.hub.fetch_file`: the hub cache, resume, md5/sha256, offline switches)."""
+    from nlp.tasks.datasets import load
+
+    return load(name, split, fetch=hub.fetch_file, **kwargs)

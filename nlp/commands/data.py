@@ -12,6 +12,7 @@ EPILOG = """examples:
   nlp data info msra-ner              # the standard SIGHAN 2006 test set, published results
   nlp data info inews
   nlp data info tnews                 # public sources: URL, md5, Hugging Face name
+  nlp data download tnews             # the published files, into the hub cache (NLP_HUB_CACHE)
   nlp data stats train.tsv --task classification --text-column text_a
   nlp data stats dev.json --task qa
 """
@@ -71,6 +72,25 @@ def _info(args) -> int:
     return 0
 
 
+def _download(args) -> int:
+    from nlp.hub import fetch_file
+    from nlp.tasks.datasets import BUILTIN, PUBLIC, dataset_info, fetch_split
+
+    info = dataset_info(args.name, with_stats=False)  # UnknownNameError with a did-you-mean
+    if info["name"] in BUILTIN:
+        print(f"{info['name']} is built in (installed with the toolkit): nothing to download")
+        return 0
+    spec = PUBLIC[info["name"]]
+    for split in args.split or list(spec.splits):
+        if split not in spec.splits:
+            from nlp._common import UnknownNameError, did_you_mean
+
+            raise UnknownNameError(f"{spec.name!r} has no split {split!r}; valid: {', '.join(spec.splits)}."
+                                   f"{did_you_mean(split, list(spec.splits))}")
+        print(f"{split}: {fetch_split(spec, split, fetch=fetch_file)}")
+    return 0
+
+
 def _stats(args) -> int:
     import inspect
 
@@ -100,6 +120,10 @@ def register(subparsers) -> None:
     info.add_argument("name")
     info.add_argument("--json", action="store_true", help="print the figures as JSON")
     info.set_defaults(func=_info)
+    download = sub.add_parser("download", help="fetch a public dataset's files into the hub cache; prints their paths")
+    download.add_argument("name")
+    download.add_argument("--split", action="append", help="only this split (repeatable); default: all")
+    download.set_defaults(func=_download)
     stats = sub.add_parser("stats", help="read a local file, print its counts and what was skipped")
     stats.add_argument("file")
     stats.add_argument("--task", required=True,

@@ -33,12 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def hub_loaders():
     """Loaders that resolve hub names (nlp.auto) for nlp.train.finetune."""
     from nlp.auto import AutoConfig, AutoTokenizer, resolve
+    from nlp.hub import fetch_file
     from nlp.train.finetune import Loaders
 
     return Loaders(
         model=lambda head, name, overrides: head.from_pretrained(resolve(name), **overrides),
         config=lambda name, overrides: AutoConfig.from_pretrained(name, **overrides),
         tokenizer=lambda name: AutoTokenizer.from_pretrained(name),
+        fetch=fetch_file,  # public datasets' files, through the hub
     )
 
 

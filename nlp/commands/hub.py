@@ -14,6 +14,7 @@ examples:
   nlp hub download ernie-3.0-mini-zh           # into the cache (NLP_HUB_CACHE, else $NLP_HOME/hub)
   nlp hub download hfl/rbt3 --revision main    # any owner/repo on a Hugging Face-protocol endpoint
   nlp hub download rbt3 --cache-dir ./hub-cache   # fill a folder to carry to an offline machine
+  nlp hub download ernie-3.0-mini-zh --force   # a cached file is broken: drop the cached copy, fetch again
   nlp hub cache ls
   nlp hub cache rm ernie-3.0-mini-zh
   nlp hub serve /data/mirror --host 0.0.0.0 --port 8080 --token "$MIRROR_TOKEN" --workers 4
@@ -85,11 +86,30 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _download(args: argparse.Namespace) -> int:
-    import nlp.auto  # noqa: F401 - registers the Paddle converter, so Paddle-only sources work too
-    from nlp.hub import download
+def _cached_names(name: str) -> set[str]:
+    """The cache entries of `name`: itself, and the repos of a card's hf sources."""
+    from nlp._common import UnknownNameError
+    from nlp.hub import resolve_card
 
-    path = download(args.name, revision=args.revision, cache_dir=args.cache_dir, progress=not args.quiet)
+    names = {name}
+    try:
+        card = resolve_card(name)
+        names |= {s.repo for s in card.sources if s.kind == "hf" and s.repo}
+    except UnknownNameError:
+        pass
+    return names
+
+
+def _download(args: argparse.Namespace) -> int:
+    from nlp.auto import CONVERTERS  # the models layer's converters (Paddle), handed to the hub
+    from nlp.hub import download, remove_from_cache
+
+    if args.force and not os.path.isdir(args.name):
+        for p in (p for n in sorted(_cached_names(args.name)) for p in remove_from_cache(n, args.cache_dir)):
+            print(f"removed {p}")
+    path = download(
+        args.name, revision=args.revision, cache_dir=args.cache_dir, progress=not args.quiet, converters=CONVERTERS
+    )
     print(path)
     return 0
 
@@ -111,15 +131,9 @@ def _cache_ls(args: argparse.Namespace) -> int:
 
 
 def _cache_rm(args: argparse.Namespace) -> int:
-    from nlp._common import UnknownNameError
-    from nlp.hub import remove_from_cache, resolve_card
+    from nlp.hub import remove_from_cache
 
-    names = {args.name}
-    try:  # a card name also removes the repos of its hf sources
-        card = resolve_card(args.name)
-        names |= {s.repo for s in card.sources if s.kind == "hf" and s.repo}
-    except UnknownNameError:
-        pass
+    names = _cached_names(args.name)  # a card name also removes the repos of its hf sources
     removed = [p for n in sorted(names) for p in remove_from_cache(n, args.cache_dir)]
     if not removed:
         print(f"nothing cached for {args.name!r} (see `nlp hub cache ls`)")
@@ -129,13 +143,25 @@ def _cache_rm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    """argparse type of --port: a TCP port, refused otherwise (uvicorn would wrap 99999 round to 34463)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a port from 1 to 65535") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port; give a number from 1 to 65535 (0 picks a free one)")
+    return port
+
+
 def _serve(args: argparse.Namespace) -> int:
     from nlp._common import ConfigError
-    from nlp.hub.server import serve
+    from nlp.hub.server import create_app, serve
 
     if not os.path.isdir(args.dir):
         raise ConfigError(f"{args.dir!r} is not a directory; give the folder holding owner/name/ snapshots")
     token = args.token or os.environ.get("NLP_HUB_TOKEN") or None
+    create_app(args.dir, token=token)  # a bad token is refused before the banner
     print(f"serving {os.path.abspath(args.dir)} on http://{args.host}:{args.port}" + (" (bearer token required)" if token else ""))
     serve(args.dir, host=args.host, port=args.port, token=token, workers=args.workers)
     return 0
@@ -167,6 +193,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--revision", default=None, help="branch, tag or commit (Hugging Face-protocol sources)")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: NLP_HUB_CACHE or $NLP_HOME/hub)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--force", action="store_true",
+                   help="remove what the cache holds for NAME (files, conversions, recorded digests), then download again")
     p.set_defaults(func=_download)
 
     cache = sub.add_parser("cache", help="list or remove cached models", epilog=EPILOG, formatter_class=fmt)
@@ -184,7 +212,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        epilog=EPILOG, formatter_class=fmt)
     p.add_argument("dir", metavar="DIR", help="folder holding owner/name/<files>")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=_port, default=8080, help="TCP port, 1-65535 (default 8080)")
     p.add_argument("--token", default=None, help="require `Authorization: Bearer TOKEN` (or set NLP_HUB_TOKEN)")
     p.add_argument("--workers", type=int, default=1, help="server processes (use about one per core on a busy mirror)")
     p.set_defaults(func=_serve)

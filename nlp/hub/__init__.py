@@ -1,7 +1,9 @@
 """nlp.hub: named models, verified resumable downloads, an offline cache, and a mirror server.
 
 The hub moves files and knows no model class: it imports nothing of `nlp` but `nlp._common`.
-Converters for foreign formats (Paddle) are injected by `nlp.auto` through `register_converter`.
+Converters for foreign formats (Paddle) are passed in by the caller: `download(name, converters=...)`;
+`nlp.auto.CONVERTERS` holds the models layer's. `fetch_file(url, name=...)` fetches one file (dataset
+archives) under the same rules as model files.
 
     >>> import nlp.hub
     >>> nlp.hub.list_models("ernie-3.0-*")[:2]
@@ -14,11 +16,12 @@ The cache layout and the environment variables are documented in docs/hub.md.
 from __future__ import annotations
 
 from ._env import hub_cache_dir, is_offline
-from ._http import IntegrityError
+from ._http import IntegrityError, RetryPolicy
 from .cache import CacheEntry, remove_from_cache, scan_cache
 from .cards import FileSpec, ModelCard, Source
 from .convert import register_converter
 from .download import download, resolve_card
+from .file_download import fetch_file
 from .registry import (
     get_card,
     list_models,
@@ -32,8 +35,10 @@ __all__ = [
     "FileSpec",
     "IntegrityError",
     "ModelCard",
+    "RetryPolicy",
     "Source",
     "download",
+    "fetch_file",
     "get_card",
     "hub_cache_dir",
     "is_offline",

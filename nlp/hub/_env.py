@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["hub_cache_dir", "is_offline", "mirror_endpoints"]
+__all__ = ["hub_cache_dir", "is_offline", "mirror_endpoints", "offline_reason"]
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -17,9 +17,16 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in _TRUE
 
 
-def is_offline() -> bool:
-    """True when `NLP_OFFLINE` or Hugging Face's `HF_HUB_OFFLINE` is set to 1/true/yes/on."""
-    return _truthy("NLP_OFFLINE") or _truthy("HF_HUB_OFFLINE")
+def is_offline(datasets: bool = False) -> bool:
+    """True when `NLP_OFFLINE` or Hugging Face's `HF_HUB_OFFLINE` is set to 1/true/yes/on; for
+    dataset files (`datasets=True`) also `HF_DATASETS_OFFLINE`, as the datasets library reads it."""
+    return _truthy("NLP_OFFLINE") or _truthy("HF_HUB_OFFLINE") or (datasets and _truthy("HF_DATASETS_OFFLINE"))
+
+
+def offline_reason() -> str:
+    """Which variables turned the network off, for messages."""
+    on = [v for v in ("NLP_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if _truthy(v)]
+    return ", ".join(on) or "local_files_only=True"
 
 
 def hub_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:

@@ -1,15 +1,23 @@
-"""Fetch one file from a plain URL into the cache: resumable, verified, atomic, locked.
+"""Fetch one file from a URL into the cache: resumable, verified, atomic, locked. The hub's one
+HTTP layer: model files (url / modelscope sources, Hugging Face-protocol blobs), dataset files
+and `file://` package data all come through `fetch_url`. The guarantees:
 
-Used for PaddleNLP's download URLs, ModelScope file URLs and `file://` package data; Hugging
-Face-protocol repos go through huggingface_hub instead. The guarantees:
-
-- resume: bytes land in `<blob>.incomplete`; a retry asks for `Range: bytes=<have>-` and appends
-  when the server answers 206 (a 200 restarts from zero);
-- retries: connection errors, timeouts and 5xx are retried with exponential backoff; 4xx fail at
-  once (the URL is wrong or the token is), so the caller can move to the next source;
-- integrity: sha256 is computed while streaming; a mismatch with the card (or the digest recorded
-  by an earlier download) deletes the partial file and raises `IntegrityError`, so corrupted bytes
-  never reach the final path;
+- resume: bytes land in `<blob>.incomplete`; a retry asks for `Range: bytes=<have>-` with
+  `If-Range: <validator>` (the ETag or Last-Modified of the response that started the file, kept
+  in `<blob>.incomplete.validator`) and appends when the server answers 206 starting at that byte.
+  A 200 restarts from zero; a 416 means the partial file is stale (e.g. longer than the file now
+  is): it is discarded and the download starts again. A partial file with neither a validator nor
+  a digest to check the result against is not resumed (it may be part of another version);
+- retries: connection errors, timeouts, 408, 429 and 5xx are retried with exponential backoff,
+  honouring `Retry-After` up to a cap (`RetryPolicy`); other 4xx fail at once (the URL is wrong or
+  the token is), so the caller can move to the next source;
+- completeness: a file is complete when a header says how long it is (Content-Length, the total
+  of Content-Range, a chunked body's terminator), when the caller knows its size or sha256, or
+  when a second download gives the same bytes; a body that ends with none of these is read again,
+  never taken on trust (a digest recorded from a cut-short body would reject the right file later);
+- integrity: sha256 (and, when given, the git blob id) is checked before the file gets its final
+  name. A mismatch, or a Git LFS pointer where the file should be, deletes the partial file and
+  raises `IntegrityError` naming the file, the expected and the actual digest;
 - atomicity: the verified file is renamed into place (`os.replace`), so readers never see half a file;
 - concurrency: a `filelock` per destination serialises processes; the second one finds the file
   already there, checks it and returns.
@@ -17,11 +25,14 @@ Face-protocol repos go through huggingface_hub instead. The guarantees:
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import logging
 import os
+import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -30,11 +41,40 @@ from filelock import FileLock
 
 from nlp._common import HubError
 
-__all__ = ["IntegrityError", "copy_verified", "fetch_url", "sha256_file"]
+__all__ = [
+    "DEFAULT_RETRY", "IntegrityError", "RetryPolicy", "copy_verified", "fetch_url", "lfs_pointer",
+    "retry_after_seconds", "sha256_file", "verify_file",
+]
 
 logger = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
+_RETRY_STATUS = {408, 425, 429}  # and every 5xx
+_MAX_DIGITS = 19  # header numbers longer than this are not numbers any file has
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long a URL is retried.
+
+    `attempts`: tries in all. `backoff`: the first wait in seconds, doubled after each failure.
+    `max_delay`: the longest single wait, `Retry-After` included (a server asking for an hour
+    does not stall a download for an hour: after `attempts` the next source is tried).
+    """
+
+    attempts: int = 5
+    backoff: float = 0.5
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """The wait before try number `attempt` (1-based; 0 waits nothing)."""
+        if attempt <= 0:
+            return 0.0
+        wait = retry_after if retry_after is not None else self.backoff * (2 ** (attempt - 1))
+        return max(0.0, min(wait, self.max_delay))
+
+
+DEFAULT_RETRY = RetryPolicy()
 
 
 class IntegrityError(HubError):
@@ -45,6 +85,14 @@ class _Fatal(HubError):
     """A failure that retrying the same URL cannot fix (4xx)."""
 
 
+class _Retry(HubError):
+    """A failure worth another try: `retry_after` seconds when the server said so, `now` to skip the wait."""
+
+    def __init__(self, message: str, retry_after: float | None = None, now: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after = 0.0 if now else retry_after
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -53,14 +101,72 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def _check(path: Path, sha256: str | None, size: int | None, what: str) -> str:
-    """Verify a complete file; returns its sha256. Raises IntegrityError on mismatch."""
+def _git_blob_sha1(path: Path) -> str:
+    h = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+_LFS_PREFIX = b"version https://git-lfs.github.com/spec/"
+
+
+def lfs_pointer(path: str | os.PathLike) -> tuple[str, int] | None:
+    """(sha256, size) when `path` is a Git LFS pointer file instead of the content it points at.
+
+    A mirror folder made with `git clone` but without `git lfs pull` holds these in place of the
+    weights; served or copied as they are, they would be cached as the model.
+    """
+    try:
+        if os.path.getsize(path) > 1024:
+            return None
+        with open(path, "rb") as f:
+            text = f.read(1024)
+    except OSError:
+        return None
+    if not text.startswith(_LFS_PREFIX):
+        return None
+    oid = re.search(rb"^oid sha256:([0-9a-f]{64})$", text, re.M)
+    size = re.search(rb"^size (\d{1,19})$", text, re.M)
+    return (oid.group(1).decode() if oid else "unknown", int(size.group(1)) if size else -1)
+
+
+def _known(sha256: str | None) -> bool:
+    return bool(sha256) and sha256 != "unknown"
+
+
+def verify_file(
+    path: Path, what: str, *, sha256: str | None, size: int | None, git_sha1: str | None = None, md5: str | None = None
+) -> str:
+    """Check a complete file; returns its sha256. IntegrityError (naming `what`, the expected and
+    the actual digest) on a mismatch; the caller removes the file."""
+    digest = sha256_file(path)
+    pointer = lfs_pointer(path)
+    if pointer is not None:
+        raise IntegrityError(
+            f"{what}: got a Git LFS pointer (oid sha256:{pointer[0]}, size {pointer[1]}) instead of the file "
+            f"(expected sha256 {sha256 if _known(sha256) else pointer[0]}, actual sha256 {digest} of the "
+            f"{path.stat().st_size}-byte pointer). The mirror was copied without its LFS objects: run "
+            "`git lfs pull` in the mirror's repository folder."
+        )
     actual_size = path.stat().st_size
     if size is not None and actual_size != size:
-        raise IntegrityError(f"{what}: size {actual_size} bytes, expected {size}")
-    digest = sha256_file(path)
-    if sha256 and sha256 != "unknown" and digest != sha256:
-        raise IntegrityError(f"{what}: sha256 {digest}, expected {sha256}")
+        raise IntegrityError(f"{what}: size mismatch: expected {size} bytes, got {actual_size} (sha256 {digest})")
+    if _known(sha256) and digest != sha256:
+        raise IntegrityError(f"{what}: sha256 mismatch: expected {sha256}, actual {digest}")
+    if md5 and (actual := _md5(path)) != md5.lower():  # the only digest some publishers give (PaddleNLP datasets)
+        raise IntegrityError(f"{what}: md5 mismatch: expected {md5}, actual {actual} (sha256 {digest})")
+    if git_sha1 and (actual := _git_blob_sha1(path)) != git_sha1:
+        raise IntegrityError(f"{what}: git blob id mismatch: expected {git_sha1}, actual {actual} (sha256 {digest})")
     return digest
 
 
@@ -73,27 +179,64 @@ def _progress(enabled: bool, total: int | None, initial: int, desc: str):
     )
 
 
+def _number(text: str | None) -> int | None:
+    text = (text or "").strip()
+    return int(text) if text.isdigit() and len(text) <= _MAX_DIGITS else None
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """`Retry-After` as seconds from now: a number of seconds or an HTTP date; None if absent or unreadable."""
+    if not value:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return float(seconds)
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _printable(value: str) -> bool:
+    return all(" " <= c <= "~" for c in value) and len(value) < 1024
+
+
+def _content_range(value: str | None) -> tuple[int | None, int | None]:
+    """(first byte, total) of `Content-Range: bytes first-last/total`; None for what is absent or `*`."""
+    m = re.fullmatch(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*", value or "")
+    if not m:
+        return None, None
+    return _number(m.group(1)), _number(m.group(3))
+
+
 def fetch_url(
     url: str,
     dest: Path,
     *,
     sha256: str | None = None,
     size: int | None = None,
+    git_sha1: str | None = None,
+    md5: str | None = None,
     lock_path: Path | None = None,
     incomplete_path: Path | None = None,
     headers: dict[str, str] | None = None,
-    retries: int = 4,
-    backoff: float = 0.5,
+    retry: RetryPolicy | None = None,
     timeout: float = 30.0,
     progress: bool = False,
+    what: str | None = None,
 ) -> str:
     """Download `url` to `dest` (see the module docstring); returns the file's sha256.
 
-    An existing `dest` is verified and kept. Raises HubError when the URL fails for good, and
-    IntegrityError when the bytes are wrong.
+    An existing `dest` is verified and kept. `what` names the file in errors (default: the URL).
+    Raises HubError when the URL fails for good, and IntegrityError when the bytes are wrong.
     """
     if url.startswith("file://"):
-        return copy_verified(Path(unquote(urlparse(url).path)), dest, sha256=sha256, size=size, lock_path=lock_path)
+        return copy_verified(Path(unquote(urlparse(url).path)), dest, sha256=sha256, size=size, md5=md5, lock_path=lock_path)
+    what = what or url
+    policy = retry or DEFAULT_RETRY
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     incomplete = incomplete_path or dest.with_name(dest.name + ".incomplete")
@@ -102,66 +245,119 @@ def fetch_url(
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock_path)):
         if dest.exists():
-            return _check(dest, sha256, size, f"{dest} (cached)")
-        last_error: Exception | None = None
-        for attempt in range(retries + 1):
-            if attempt:
-                delay = backoff * (2 ** (attempt - 1))
-                logger.info("retrying %s in %.1fs (attempt %d/%d): %s", url, delay, attempt + 1, retries + 1, last_error)
-                time.sleep(delay)
             try:
-                digest = _get_once(url, incomplete, size, headers or {}, timeout, progress, dest.name)
+                return verify_file(dest, f"{what} (cached at {dest})", sha256=sha256, size=size, git_sha1=git_sha1, md5=md5)
+            except IntegrityError as err:  # damaged on disk since: fetch it again
+                logger.warning("%s; removing it and downloading again", err)
+                dest.unlink()
+        last_error: Exception | None = None
+        unconfirmed: str | None = None  # digest of a body whose length no header stated
+        retry_after: float | None = None
+        for attempt in range(policy.attempts):
+            wait = policy.delay(attempt, retry_after)
+            if wait:
+                logger.info("retrying %s in %.1fs (attempt %d/%d): %s", url, wait, attempt + 1, policy.attempts, last_error)
+                time.sleep(wait)
+            retry_after = None
+            try:
+                digest, established = _get_once(
+                    url, incomplete, size, headers or {}, timeout, progress, dest.name,
+                    verifiable=_known(sha256) or bool(git_sha1 or md5),
+                )
             except _Fatal:
                 raise
-            except (requests.RequestException, OSError) as err:  # connection dropped, timeout, 5xx
+            except _Retry as err:
+                last_error, retry_after = err, err.retry_after
+                continue
+            except (requests.RequestException, OSError) as err:  # connection dropped, timeout
                 last_error = err
                 continue
-            if size is not None and incomplete.stat().st_size != size:
-                got = incomplete.stat().st_size
+            try:
+                verify_file(incomplete, what, sha256=sha256, size=size, git_sha1=git_sha1, md5=md5)
+            except IntegrityError:
+                incomplete.unlink(missing_ok=True)  # nothing left that a later call would resume
+                _validator_path(incomplete).unlink(missing_ok=True)
+                raise
+            if not (established or size is not None or _known(sha256) or git_sha1 or md5) and unconfirmed != digest:
+                # the body just ended: complete, or cut short? Only two reads that agree say so.
                 incomplete.unlink(missing_ok=True)
-                raise IntegrityError(f"{url}: got {got} bytes, expected {size}; partial download removed")
-            if sha256 and sha256 != "unknown" and digest != sha256:
-                incomplete.unlink(missing_ok=True)
-                raise IntegrityError(f"{url}: sha256 {digest}, expected {sha256}; corrupted download removed")
+                logger.info("%s: no length from the server; downloading again to confirm the file is complete", url)
+                last_error = HubError(
+                    f"the server sends no length and the downloads did not agree (sha256 {unconfirmed}, then {digest}): "
+                    "the body is cut short or changing; nothing was kept"
+                    if unconfirmed else "the server sends no length and the download could not be confirmed"
+                )
+                unconfirmed, retry_after = digest, (0.0 if unconfirmed is None else None)
+                continue
             os.replace(incomplete, dest)
+            _validator_path(incomplete).unlink(missing_ok=True)
             return digest
-        raise HubError(f"{url}: failed after {retries + 1} attempts: {last_error}")
+        raise HubError(f"{url}: failed after {policy.attempts} attempts: {last_error}")
 
 
-def _get_once(url: str, incomplete: Path, size: int | None, headers: dict, timeout: float, progress: bool, desc: str) -> str:
-    """One GET, resuming from the partial file; returns the sha256 of the (possibly partial) result."""
+def _validator_path(incomplete: Path) -> Path:
+    return incomplete.with_name(incomplete.name + ".validator")
+
+
+def _get_once(
+    url: str, incomplete: Path, size: int | None, headers: dict, timeout: float, progress: bool, desc: str,
+    verifiable: bool,
+) -> tuple[str, bool]:
+    """One GET, resuming from the partial file. Returns the sha256 of the result and whether a
+    header established its full length (so that a short body raises instead of returning).
+
+    A partial file is resumed with `If-Range: <the validator of the response that started it>`
+    (ETag or Last-Modified), so a file changed on the server since restarts from zero instead of
+    gluing two versions together. Without a validator a partial is resumed only when a digest will
+    check the result (`verifiable`); otherwise it is discarded.
+    """
     offset = incomplete.stat().st_size if incomplete.exists() else 0
-    if size is not None and offset > size:
-        incomplete.unlink()
+    vpath = _validator_path(incomplete)
+    validator = vpath.read_text(encoding="utf-8").strip() if offset and vpath.is_file() else None
+    if (size is not None and offset > size) or (offset and not validator and not verifiable):
+        incomplete.unlink()  # longer than the file, or a prefix nothing could vouch for
         offset = 0
     req_headers = dict(headers, **({"Range": f"bytes={offset}-"} if offset else {}))
+    if offset and validator:
+        req_headers["If-Range"] = validator
     req_headers.setdefault("Accept-Encoding", "identity")  # the byte count must be the file's
     with requests.get(url, headers=req_headers, stream=True, timeout=timeout, allow_redirects=True) as resp:
-        if resp.status_code == 416 and offset:
-            # nothing after `offset`: either complete already, or a stale partial of another file
-            if size is None or offset == size:
-                return sha256_file(incomplete)
+        code = resp.status_code
+        if code == 416 and offset:
+            # nothing after `offset`: the partial file is not a prefix of this file (it may be
+            # longer than the file is now). Never "done": start again from zero.
             incomplete.unlink()
-            raise requests.RequestException(f"416 for a partial file of {offset} bytes; restarting")
-        if 400 <= resp.status_code < 500:
-            raise _Fatal(f"{url}: HTTP {resp.status_code} {resp.reason}")
-        if resp.status_code >= 500:
-            raise requests.RequestException(f"{url}: HTTP {resp.status_code} {resp.reason}")
+            raise _Retry(f"{url}: HTTP 416 for the {offset} bytes already here; the partial file was stale, restarting", now=True)
+        if code in _RETRY_STATUS or code >= 500:
+            raise _Retry(f"{url}: HTTP {code} {resp.reason}", retry_after=retry_after_seconds(resp.headers.get("Retry-After")))
+        if 400 <= code < 500:
+            raise _Fatal(f"{url}: HTTP {code} {resp.reason}")
         hasher = hashlib.sha256()
-        if resp.status_code == 206 and offset:
-            start = resp.headers.get("Content-Range", "").removeprefix("bytes ").split("-", 1)[0]
-            if start != str(offset):
+        total: int | None
+        if code == 206 and offset:
+            start, total = _content_range(resp.headers.get("Content-Range"))
+            if start != offset:
                 incomplete.unlink()
-                raise requests.RequestException(f"server resumed at {start!r}, asked {offset}; restarting")
+                raise _Retry(f"server resumed at byte {start}, asked for {offset}; restarting", now=True)
+            if total is None and (length := _number(resp.headers.get("Content-Length"))) is not None:
+                total = offset + length
             with open(incomplete, "rb") as f:  # the digest covers the bytes we already have
                 while chunk := f.read(_CHUNK):
                     hasher.update(chunk)
             mode = "ab"
+        elif code == 206:  # a range we did not ask for
+            raise _Retry(f"{url}: HTTP 206 to a request without Range", now=True)
         else:
             offset, mode = 0, "wb"
-        length = resp.headers.get("Content-Length")
-        total = offset + int(length) if length and length.isdigit() else size
-        with open(incomplete, mode) as f, _progress(progress, total, offset, desc) as bar:
+            total = _number(resp.headers.get("Content-Length"))
+            etag, modified = resp.headers.get("ETag", ""), resp.headers.get("Last-Modified", "")
+            fresh = etag if etag and not etag.startswith("W/") else modified  # If-Range needs a strong one
+            if fresh and _printable(fresh):
+                vpath.write_text(fresh, encoding="utf-8")
+            else:
+                vpath.unlink(missing_ok=True)
+        chunked = "chunked" in resp.headers.get("Transfer-Encoding", "").lower()  # its end is explicit
+        with open(incomplete, mode) as f, _progress(progress, total if total is not None else size, offset, desc) as bar:
             # small reads: when the connection drops, only the last partial read is lost
             for chunk in resp.iter_content(64 * 1024):
                 f.write(chunk)
@@ -172,10 +368,15 @@ def _get_once(url: str, incomplete: Path, size: int | None, headers: dict, timeo
         have = incomplete.stat().st_size
         if total is not None and have < total:
             raise requests.RequestException(f"connection closed at {have} of {total} bytes")
-        return hasher.hexdigest()
+        if total is not None and have > total:
+            incomplete.unlink()
+            raise _Retry(f"{url}: got {have} bytes, the server announced {total}; restarting", now=True)
+        return hasher.hexdigest(), total is not None or chunked
 
 
-def copy_verified(src: Path, dest: Path, *, sha256: str | None, size: int | None, lock_path: Path | None = None) -> str:
+def copy_verified(
+    src: Path, dest: Path, *, sha256: str | None, size: int | None, md5: str | None = None, lock_path: Path | None = None
+) -> str:
     """Copy a local file into the cache with the same verification and atomic rename as a download."""
     if not src.is_file():
         raise HubError(f"file {str(src)!r} does not exist")
@@ -184,8 +385,8 @@ def copy_verified(src: Path, dest: Path, *, sha256: str | None, size: int | None
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock_path)):
         if dest.exists():
-            return _check(dest, sha256, size, f"{dest} (cached)")
-        digest = _check(src, sha256, size, str(src))
+            return verify_file(dest, f"{dest} (cached)", sha256=sha256, size=size, md5=md5)
+        digest = verify_file(src, str(src), sha256=sha256, size=size, md5=md5)
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
         try:
             shutil.copyfile(src, tmp)

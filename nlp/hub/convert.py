@@ -1,9 +1,14 @@
-"""Injected converters for sources that are not in the transformers format.
+"""Converters for sources that are not in the transformers format, passed in by the caller.
 
-The hub knows no model class, so it cannot read a `.pdparams` file. `nlp.auto` registers the
-models layer's converter (`register_converter("paddle", fn)`); the hub calls `fn(src_dir, dst_dir)`
-once per source snapshot, into a temp folder renamed into place, under a file lock, and serves the
-converted folder from the cache ever after (offline included).
+The hub knows no model class, so it cannot read a `.pdparams` file. The caller hands it the
+converters: `download(name, converters={"paddle": fn})`, which `nlp.auto` (`nlp.auto.CONVERTERS`,
+used by every Auto class) and `nlp hub download` do. Nothing is registered as a side effect of an
+import, so a download behaves the same whatever the interpreter imported before. A program that
+wants a converter for every call may still say so once with `register_converter(fmt, fn)`.
+
+The hub calls `fn(src_dir, dst_dir)` once per source snapshot, into a temp folder renamed into
+place, under a file lock, and serves the converted folder from the cache ever after (offline
+included, and then without needing the converter).
 """
 
 from __future__ import annotations
@@ -12,14 +17,14 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from filelock import FileLock
 
 from nlp._common import HubError
 
-__all__ = ["convert_once", "get_converter", "is_converted", "register_converter"]
+__all__ = ["Converter", "convert_once", "get_converter", "is_converted", "register_converter"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,32 +34,34 @@ _MARKER = ".nlp-converted.json"  # written last: its presence means the folder i
 
 
 def register_converter(fmt: str, fn: Converter) -> None:
-    """Register `fn(src_dir, dst_dir)` converting a `fmt` snapshot into a transformers folder."""
+    """Use `fn(src_dir, dst_dir)` for every `fmt` snapshot this process downloads (a `converters=`
+    argument of `download` takes precedence)."""
     if not callable(fn):
         raise TypeError(f"converter for {fmt!r} must be callable, got {type(fn).__name__}")
     _CONVERTERS[fmt] = fn
 
 
-def get_converter(fmt: str) -> Converter:
-    try:
-        return _CONVERTERS[fmt]
-    except KeyError:
+def get_converter(fmt: str, converters: Mapping[str, Converter] | None = None) -> Converter:
+    """The converter for `fmt`: from `converters` (the caller's), else one registered explicitly."""
+    fn = (converters or {}).get(fmt) or _CONVERTERS.get(fmt)
+    if fn is None:
         raise HubError(
-            f"this model's source is in the {fmt!r} format and no converter for it is registered. "
-            f"Load it through nlp.Auto* classes (importing nlp.auto registers the converters), or call "
-            f"nlp.hub.register_converter({fmt!r}, fn) with fn(src_dir, dst_dir)."
-        ) from None
+            f"this model's source is in the {fmt!r} format and no converter for it was given. "
+            f"Load it through the nlp.Auto* classes or `nlp hub download NAME`, or pass the converters: "
+            f"nlp.hub.download(name, converters=nlp.auto.CONVERTERS)."
+        )
+    return fn
 
 
 def is_converted(dst: Path) -> bool:
     return (dst / _MARKER).is_file()
 
 
-def convert_once(fmt: str, src_dir: Path, dst: Path) -> Path:
+def convert_once(fmt: str, src_dir: Path, dst: Path, converters: Mapping[str, Converter] | None = None) -> Path:
     """Convert `src_dir` into `dst` unless already done; safe under concurrent processes."""
     if is_converted(dst):
         return dst
-    fn = get_converter(fmt)
+    fn = get_converter(fmt, converters)
     dst.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(dst.parent / f".{dst.name}.lock")):
         if is_converted(dst):

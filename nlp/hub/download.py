@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -20,9 +21,11 @@ from nlp._common import HubError, UnknownNameError, atomic_write
 
 from . import records
 from ._env import hub_cache_dir, is_offline, mirror_endpoints
-from ._http import IntegrityError, fetch_url, sha256_file
+from ._http import IntegrityError, RetryPolicy, lfs_pointer
 from .cards import FileSpec, ModelCard, Source
-from .convert import convert_once, is_converted
+from .convert import Converter, convert_once, is_converted
+from .file_download import fetch_recorded
+from .hf_protocol import fetch_snapshot
 from .registry import find_card, get_card
 
 __all__ = ["download", "effective_sources", "resolve_card", "safe_name"]
@@ -32,6 +35,17 @@ logger = logging.getLogger(__name__)
 MODELSCOPE_ENDPOINT = "https://www.modelscope.cn"
 # Files a Hugging Face-format snapshot needs; weights in other frameworks (tf, flax, onnx) are skipped.
 _HF_PATTERNS = ["*.json", "*.txt", "*.safetensors", "*.bin", "*.model", "*.pdparams", "*.md"]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one `download` call works with, handed to each source."""
+
+    cache: Path
+    offline: bool
+    progress: bool
+    retry: RetryPolicy | None = None  # None: the HTTP layer's default
+    converters: Mapping[str, Converter] | None = None
 
 
 class _NotCached(Exception):
@@ -105,10 +119,11 @@ def _silent_tqdm():
 
 
 # -- Hugging Face protocol -----------------------------------------------------------------------
-def _hf_snapshot(src: Source, revision: str | None, cache: Path, offline: bool, progress: bool) -> Path:
+def _hf_snapshot(src: Source, revision: str | None, job: _Job) -> Path:
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
+    cache, offline, progress = job.cache, job.offline, job.progress
     repo, endpoint = src.repo, src.endpoint
     revision = revision or src.revision
     allow = [f.name for f in src.files] or None
@@ -142,19 +157,18 @@ def _hf_snapshot(src: Source, revision: str | None, cache: Path, offline: bool, 
             allow = list(_HF_PATTERNS)
             if any(n.endswith(".safetensors") for n in names):
                 allow.remove("*.bin")
-        path = Path(
-            snapshot_download(
-                repo, revision=revision, cache_dir=cache, endpoint=endpoint, allow_patterns=allow,
-                tqdm_class=tqdm_class,
-            )
+        # every file verified (card, tree LFS oid, ETag) before it is visible in the cache
+        return fetch_snapshot(
+            repo, cache=cache, revision=revision, endpoint=endpoint, allow_patterns=allow, pinned=src.files,
+            progress=progress, retry=job.retry,
         )
+    except HubError:
+        raise
     except Exception as err:
         # any failure of one source means: try the next one. huggingface_hub raises its own HTTP
         # errors, httpx connection errors (not OSError), OSError and ValueError
         first = str(err).splitlines()[0] if str(err) else ""
         raise HubError(f"{type(err).__name__}: {first}") from err
-    _verify_hf(path, src.files)
-    return path
 
 
 def _hf_missing(cache: Path, repo: str, revision: str | None, files: tuple[FileSpec, ...], err: Exception) -> list[str]:
@@ -167,32 +181,6 @@ def _hf_missing(cache: Path, repo: str, revision: str | None, files: tuple[FileS
     if files and snap.is_dir():
         return [f.name for f in files if not (snap / f.name).exists()] or [str(err).splitlines()[0]]
     return [f"incomplete snapshot ({str(err).splitlines()[0]})"]
-
-
-def _verify_hf(path: Path, files: tuple[FileSpec, ...]) -> None:
-    for f in files:
-        target = path / f.name
-        if not target.exists():
-            raise HubError(f"{f.name} is listed in the card but not in the downloaded snapshot {path}")
-        if f.sha256 != "unknown" or f.size is not None:
-            try:
-                _check_file(target, f)
-            except IntegrityError:
-                # remove the bad blob so the next attempt (or another source) re-downloads it
-                real = target.resolve()
-                target.unlink(missing_ok=True)
-                real.unlink(missing_ok=True)
-                raise
-
-
-def _check_file(path: Path, f: FileSpec) -> str:
-    size = path.stat().st_size
-    if f.size is not None and size != f.size:
-        raise IntegrityError(f"{path}: size {size}, expected {f.size}")
-    digest = sha256_file(path)
-    if f.sha256 != "unknown" and digest != f.sha256:
-        raise IntegrityError(f"{path}: sha256 {digest}, expected {f.sha256}")
-    return digest
 
 
 # -- plain files: url / modelscope / builtin ---------------------------------------------------------
@@ -210,32 +198,24 @@ def _file_url(src: Source, f: FileSpec, revision: str | None) -> str:
     return Path(str(base.joinpath(f.name))).resolve().as_uri()
 
 
-def _files_snapshot(card: ModelCard, src: Source, revision: str | None, cache: Path, offline: bool, progress: bool) -> Path:
+def _files_snapshot(card: ModelCard, src: Source, revision: str | None, job: _Job) -> Path:
+    cache, offline, progress = job.cache, job.offline, job.progress
     label = _label(src)
-    root = cache / f"files--{safe_name(card.name)}"
-    snap = root / "snapshots" / label
+    snap = cache / f"files--{safe_name(card.name)}" / "snapshots" / label
     # builtin files are package data on this disk: copying them opens no socket, so offline is fine
     if offline and src.kind != "builtin":
         missing = [f.name for f in src.files if not (snap / f.name).is_file()]
         if missing:
             raise _NotCached(missing)
         return snap
-    known = records.recorded(cache, card.name).get(label, {})
     digests = {}
     for f in src.files:
-        expected = f.sha256 if f.sha256 != "unknown" else known.get(f.name)
-        url = _file_url(src, f, revision)
-        digest = fetch_url(
-            url,
-            snap / f.name,
-            sha256=expected,
-            size=f.size,
-            lock_path=cache / ".locks" / f"files--{safe_name(card.name)}" / label / (f.name.replace("/", "--") + ".lock"),
-            incomplete_path=root / "blobs" / label / (f.name.replace("/", "--") + ".incomplete"),
-            progress=progress,
+        _, new = fetch_recorded(
+            cache, card.name, label, f.name, _file_url(src, f, revision), sha256=f.sha256, size=f.size,
+            progress=progress, retry=job.retry, what=f"{f.name} of {card.name} ({src.describe()})",
         )
-        if f.sha256 == "unknown" and f.name not in known:
-            digests[f.name] = digest
+        if new:
+            digests[f.name] = new
     if digests:
         records.record(cache, card.name, label, digests)
     _write_paddle_config(card, src, snap)
@@ -269,18 +249,27 @@ def _dir_snapshot(card: ModelCard, src: Source) -> Path:
     missing = [f.name for f in src.files if not (d / f.name).is_file()]
     if missing:
         raise _NotCached([f"{m} (in {d})" for m in missing])
+    _refuse_lfs_pointers(d)
     return d
 
 
+def _refuse_lfs_pointers(d: Path) -> None:
+    """A folder made by `git clone` without `git lfs pull` holds pointers where the weights should be."""
+    for f in sorted(d.iterdir()):
+        if f.is_file() and (pointer := lfs_pointer(f)) is not None:
+            raise IntegrityError(
+                f"{f} is a Git LFS pointer (oid sha256:{pointer[0]}, size {pointer[1]}), not the file: "
+                f"run `git lfs pull` in {d}"
+            )
+
+
 # -- one source ------------------------------------------------------------------------------------
-def _raw_snapshot(card: ModelCard, src: Source, revision: str | None, cache: Path, offline: bool, progress: bool) -> Path:
-    if src.kind == "hf":
-        return _hf_snapshot(src, revision, cache, offline, progress)
-    if src.kind == "mirror" and src.endpoint:
-        return _hf_snapshot(src, revision, cache, offline, progress)
+def _raw_snapshot(card: ModelCard, src: Source, revision: str | None, job: _Job) -> Path:
+    if src.kind == "hf" or (src.kind == "mirror" and src.endpoint):
+        return _hf_snapshot(src, revision, job)
     if src.kind in ("local", "mirror"):
         return _dir_snapshot(card, src)
-    return _files_snapshot(card, src, revision, cache, offline, progress)
+    return _files_snapshot(card, src, revision, job)
 
 
 def _converted_dir(cache: Path, card: ModelCard, src: Source, raw: Path | None) -> Path:
@@ -296,18 +285,18 @@ def _converted_dir(cache: Path, card: ModelCard, src: Source, raw: Path | None) 
     return base / tag
 
 
-def _from_source(card: ModelCard, src: Source, revision: str | None, cache: Path, offline: bool, progress: bool) -> Path:
+def _from_source(card: ModelCard, src: Source, revision: str | None, job: _Job) -> Path:
     if src.format == "transformers":
-        return _raw_snapshot(card, src, revision, cache, offline, progress)
+        return _raw_snapshot(card, src, revision, job)
     # Paddle (or another foreign format): the converted folder is what callers load
-    if offline and src.kind in ("url", "modelscope", "builtin"):
-        dst = _converted_dir(cache, card, src, None)
+    if job.offline and src.kind in ("url", "modelscope", "builtin"):
+        dst = _converted_dir(job.cache, card, src, None)
         if is_converted(dst):
             return dst
-    raw = _raw_snapshot(card, src, revision, cache, offline, progress)
-    dst = _converted_dir(cache, card, src, raw)
+    raw = _raw_snapshot(card, src, revision, job)
+    dst = _converted_dir(job.cache, card, src, raw)
     # converting is local work, so it also runs offline when the raw files are cached
-    return convert_once(src.format, raw, dst)
+    return convert_once(src.format, raw, dst, job.converters)
 
 
 def _source_allows_revision(src: Source, revision: str | None) -> bool:
@@ -323,13 +312,17 @@ def download(
     local_files_only: bool = False,
     *,
     progress: bool | None = None,
+    converters: Mapping[str, Converter] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> Path:
     """Return a local directory holding the model's files in the transformers format.
 
     `name_or_repo`: a registered name (`nlp hub ls`), an `owner/repo` id on a Hugging Face-protocol
     endpoint, or a local directory (returned as-is). `revision`: branch, tag or commit for HF-protocol
     sources. `cache_dir`: overrides NLP_HUB_CACHE / NLP_HOME. `local_files_only`: like NLP_OFFLINE=1.
-    `progress`: progress bars (default: when stderr is a terminal).
+    `progress`: progress bars (default: when stderr is a terminal). `converters`: format -> function
+    `fn(src_dir, dst_dir)` for sources not in the transformers format (`nlp.auto.CONVERTERS` holds the
+    Paddle one; the hub imports no model code). `retry`: how often and how long to retry a URL.
     """
     as_path = Path(name_or_repo).expanduser()
     if as_path.is_dir():
@@ -340,6 +333,7 @@ def download(
     offline = local_files_only or is_offline()
     if progress is None:
         progress = sys.stderr.isatty()
+    job = _Job(cache, offline, progress, retry, converters)
     missing: list[tuple[Source, list[str]]] = []
     failures: list[tuple[Source, str]] = []
     for src in effective_sources(card):
@@ -347,7 +341,7 @@ def download(
             failures.append((src, f"has no revision {revision!r}"))
             continue
         try:
-            path = _from_source(card, src, revision, cache, offline, progress)
+            path = _from_source(card, src, revision, job)
         except _NotCached as miss:
             missing.append((src, miss.missing))
             continue

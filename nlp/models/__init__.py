@@ -4,7 +4,7 @@ Models load from a local transformers-format directory (`config.json` + `model.s
 finding and downloading one is the hub's job (nlp.hub, glued in nlp.auto).
 """
 
-from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
+from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder, WeightsFileError
 from .config import ErnieConfig
 from .dropout import Dropout
 from .ernie import ErnieForMaskedLM, ErnieModel
@@ -21,6 +21,7 @@ __all__ = [
     "ErnieForMaskedLM",
     "EncoderOutput",
     "MaskedLMOutput",
+    "WeightsFileError",
     "Dropout",
     "PRESETS",
     "preset_config",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,7 +25,7 @@ from nlp._common import ConfigError, atomic_write
 
 from .config import CONFIG_NAME, ErnieConfig
 
-__all__ = ["PreTrainedEncoder", "EncoderOutput", "MaskedLMOutput", "WEIGHTS_NAME", "PT_WEIGHTS_NAME"]
+__all__ = ["PreTrainedEncoder", "EncoderOutput", "MaskedLMOutput", "WeightsFileError", "WEIGHTS_NAME", "PT_WEIGHTS_NAME"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,18 +69,58 @@ def _legacy_rename(key: str) -> str:
     return key
 
 
+class WeightsFileError(ConfigError):
+    """A weights file that cannot be read: truncated, corrupt, or a pickle refused as unsafe.
+
+    `path` is the file. The message names it and what is wrong; the layer that knows where the file
+    came from (nlp.auto, the CLI) adds how to fetch it again.
+    """
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _unreadable(path: Path, err: Exception) -> WeightsFileError:
+    size = path.stat().st_size if path.exists() else 0
+    if path.suffix == ".safetensors":
+        why = f"is not a complete safetensors file ({size} bytes; {str(err).splitlines()[0] if str(err) else type(err).__name__})"
+        what = "truncated or corrupt"
+    elif isinstance(err, pickle.UnpicklingError):
+        detail = next((ln.strip() for ln in str(err).splitlines() if "WeightsUnpickler error" in ln), "")
+        why = (
+            "was refused: it is not a plain tensor checkpoint, and loading a pickle that names other "
+            f"objects could run code ({detail or 'torch.load(weights_only=True) failed'})"
+        )
+        what = "not trusted"
+    else:
+        why = f"cannot be read ({size} bytes; {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+        what = "truncated or corrupt"
+    fix = (
+        "Replace it with a model.safetensors saved where the file is trusted."
+        if what == "not trusted" else "The file is truncated or corrupt: replace it with a good copy."
+    )
+    return WeightsFileError(f"weights file {path} {why}. {fix}", path)
+
+
 def _read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     st = directory / WEIGHTS_NAME
     if st.is_file():
         from safetensors.torch import load_file
 
-        return load_file(str(st))
+        try:
+            return load_file(str(st))
+        except Exception as err:  # SafetensorError has no useful base class
+            raise _unreadable(st, err) from err
     pt = directory / PT_WEIGHTS_NAME
     if pt.is_file():
         # weights_only: a pickle that names any global other than tensors is refused.
-        state = torch.load(str(pt), map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(str(pt), map_location="cpu", weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as err:
+            raise _unreadable(pt, err) from err
         if not isinstance(state, dict):
-            raise ConfigError(f"{pt} does not hold a state dict (found {type(state).__name__})")
+            raise WeightsFileError(f"weights file {pt} does not hold a state dict (found {type(state).__name__})", pt)
         return state
     found = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     raise ConfigError(

@@ -56,11 +56,13 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Loaders:
     """How names become objects. `model(head_class, name, overrides)` loads weights,
-    `config(name, overrides)` reads an architecture, `tokenizer(name)` a tokenizer."""
+    `config(name, overrides)` reads an architecture, `tokenizer(name)` a tokenizer, and
+    `fetch` (the hub's `fetch_file`) downloads a public dataset's files; None: local files only."""
 
     model: Callable[[type, str, dict], PreTrainedEncoder]
     config: Callable[[str, dict], ErnieConfig]
     tokenizer: Callable[[str], Tokenizer]
+    fetch: Callable[..., Path] | None = None
 
 
 def _local_dir(name: str) -> Path:
@@ -92,7 +94,8 @@ class TaskData:
     sources: dict[str, str] = field(default_factory=dict)  # role -> the file or dataset it came from
 
 
-def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str],
+                 fetch: Callable[..., Path] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """role -> Dataset of the splits `wanted` (role -> split name), and where each came from."""
     from nlp.tasks.datasets import BUILTIN, PUBLIC, load, read_public_file
 
@@ -113,11 +116,11 @@ def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str]) -> tuple[dic
             sources[role] = data.files[split]
             splits[role] = read_public_file(PUBLIC[data.dataset.lower()], data.files[split], split)
         else:  # the published file, downloaded once (needs the network)
-            sources[role], splits[role] = f"dataset {data.dataset!r}", load(data.dataset, split)
+            sources[role], splits[role] = f"dataset {data.dataset!r}", load(data.dataset, split, fetch=fetch)
     return splits, sources
 
 
-def load_task_data(recipe: Recipe) -> TaskData:
+def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None) -> TaskData:
     """Read the splits the recipe uses; check the label set. Raises ConfigError naming the key
     or file on a missing file, an unreadable record or a label set that does not match."""
     spec, data = get_task(recipe.task.name), recipe.data
@@ -125,7 +128,7 @@ def load_task_data(recipe: Recipe) -> TaskData:
         raise ConfigError(f"data.label_names: {spec.name} has no label set; remove it")
     wanted = {"train": data.train_split, "dev": data.dev_split, "test": data.test_split}
     try:
-        splits, sources = _read_splits(spec, data, {k: v for k, v in wanted.items() if v is not None})
+        splits, sources = _read_splits(spec, data, {k: v for k, v in wanted.items() if v is not None}, fetch)
     except DataError as err:
         key = "data.label_names" if "label set" in str(err) or "tag set" in str(err) else "data"
         raise ConfigError(f"{key}: {err}") from None
@@ -360,7 +363,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     spec, settings = get_task(recipe.task.name), recipe.train
     run_dir = Path(settings.output_dir)
     _check_run_dir(recipe, run_dir)
-    data = load_task_data(recipe)  # bad files / labels fail here, before any model is built
+    data = load_task_data(recipe, loaders.fetch)  # bad files / labels fail here, before any model is built
     for role in ("dev", "test"):
         if role in data.splits and not spec.has_labels(data.splits[role]):
             logger.warning("the %s split has no labels; it is not scored", role)

@@ -16,13 +16,14 @@ import datasets
 
 from nlp._common import DataError, UnknownNameError, did_you_mean
 from nlp.tasks.classification.data import read_classification
+from nlp.tasks.datasets._download import FileFetcher, fetch_split
 from nlp.tasks.datasets.builtin import BUILTIN, load_builtin
 from nlp.tasks.datasets.public import PUBLIC, PublicDataset
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
 from nlp.tasks.qa.data import read_squad
 
 __all__ = ["load", "load_dataset_by_name", "list_datasets", "dataset_info", "read_public_file",
-           "BUILTIN", "PUBLIC"]
+           "fetch_split", "FileFetcher", "BUILTIN", "PUBLIC"]
 
 
 def list_datasets() -> list[str]:
@@ -56,13 +57,14 @@ def read_public_file(spec: PublicDataset, path: str | os.PathLike, split: str) -
 
 def load(
     name: str, split: str | None = None, *, data_files: Mapping[str, str] | None = None,
-    cache_dir: str | os.PathLike | None = None, local_files_only: bool = False,
+    cache_dir: str | os.PathLike | None = None, local_files_only: bool = False, fetch: FileFetcher | None = None,
 ) -> datasets.DatasetDict | datasets.Dataset:
     """A `DatasetDict` of every split of `name`, or one `Dataset` when `split` is given.
 
     Built-in datasets parse installed corpora once, then load from the cache
     (``$NLP_HOME/datasets``). Public ones read `data_files` (split -> local path, in the
-    published format) or download their published files where the network allows.
+    published format) or download their published files with `fetch`, the hub's downloader
+    (`nlp.hub.fetch_file`; `nlp.auto.load_dataset` passes it: this layer does not import the hub).
     """
     key = _check(name)
     if key in BUILTIN and not (data_files and key in PUBLIC):
@@ -79,11 +81,10 @@ def load(
         raise UnknownNameError(f"{name!r} has no split {split!r}; valid: {', '.join(splits)}."
                                f"{did_you_mean(split, splits)}")
     if dsd is None:
-        from nlp.tasks.datasets._download import fetch_split
-
         wanted = [split] if split else splits
         dsd = datasets.DatasetDict({
-            s: read_public_file(spec, data_files[s] if data_files else fetch_split(spec, s, local_files_only), s)
+            s: read_public_file(
+                spec, data_files[s] if data_files else fetch_split(spec, s, fetch=fetch, local_files_only=local_files_only), s)
             for s in wanted})
     return dsd[split] if split else dsd
 

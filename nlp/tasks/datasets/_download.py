@@ -1,103 +1,92 @@
-"""Fetch a public dataset's files into ``$NLP_HOME/datasets/downloads`` with md5 checks.
+"""A public dataset's published files, fetched through the hub's downloader and unpacked once.
 
-Offline (``NLP_OFFLINE``/``HF_DATASETS_OFFLINE``/``HF_HUB_OFFLINE`` = 1, or
-``local_files_only=True``) nothing is fetched: the error names the URL and how to pass a
-local copy with ``data_files=``.
+The tasks layer does not import the hub, so the downloader is passed in: `fetch` is
+`nlp.hub.fetch_file` (`nlp.auto.load_dataset`, `nlp data download` and `nlp finetune` pass it).
+It brings the hub's rules for files: the hub cache, resume, retries, locks, the published md5
+checked and a sha256 recorded on first download, and the offline switches (`NLP_OFFLINE`,
+`HF_HUB_OFFLINE`, `HF_DATASETS_OFFLINE`). Without a `fetch`, only `data_files=` can supply a
+public dataset, and the error says so.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock
 
-from nlp._common import DataError, atomic_write
-from nlp.tasks.datasets._cache import nlp_home
+from nlp._common import DataError
 from nlp.tasks.datasets.public import PublicDataset
 
-__all__ = ["is_offline", "md5_of", "fetch_split"]
+__all__ = ["FileFetcher", "fetch_split"]
+
+# fetch(url, *, name, filename, md5, local_files_only, dataset) -> local path; nlp.hub.fetch_file
+FileFetcher = Callable[..., Path]
 
 
-def is_offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
-               for v in ("NLP_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
-
-
-def md5_of(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _offline_error(spec: PublicDataset, split: str, url: str, why: str) -> DataError:
+def _where_else(spec: PublicDataset, split: str) -> str:
     inner = spec.splits[split][0]
-    return DataError(
-        f"{spec.name} ({split}) needs {url} ({why}). Download it where the network allows"
-        + (f", unpack {inner}" if spec.url else "")
-        + f", then pass the local file: nlp.tasks.datasets.load({spec.name!r}, "
+    return (
+        f"pass a local copy of the file: nlp.tasks.datasets.load({spec.name!r}, "
         f"data_files={{{split!r}: 'path/to/{Path(inner).name}'}})"
+        + (f" (unpack {inner} from {spec.url})" if spec.url else "")
         + (f". Also on the Hugging Face hub as {spec.hf_name!r}"
-           + (f" (config {spec.hf_config!r})" if spec.hf_config else "") if spec.hf_name else ""))
+           + (f" (config {spec.hf_config!r})" if spec.hf_config else "") if spec.hf_name else "")
+    )
 
 
-def _get(url: str, dest: Path, md5: str | None) -> None:
-    import requests  # only on this path: tests and offline use never import it
-
-    with requests.get(url, stream=True, timeout=60) as r:
-        r.raise_for_status()
-        with atomic_write(dest, "wb") as f:
-            for chunk in r.iter_content(1 << 20):
-                f.write(chunk)
-    if md5 and md5_of(dest) != md5:
-        dest.unlink()
-        raise DataError(f"{url}: md5 mismatch (expected {md5}); the download was removed, retry")
-
-
-def _extract(archive: Path, root: Path) -> None:
-    root = root.resolve()
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as z:
-            for member in z.namelist():
-                if not (root / member).resolve().is_relative_to(root):
-                    raise DataError(f"{archive}: member {member!r} escapes the target folder")
-            z.extractall(root)
-    else:
-        with tarfile.open(archive) as t:
-            t.extractall(root, filter="data")
-
-
-def fetch_split(spec: PublicDataset, split: str, local_files_only: bool = False) -> Path:
-    """Local path of `split`'s file, downloading (and checking md5) when needed and allowed."""
-    inner, md5 = spec.splits[split]
-    root = nlp_home() / "datasets" / "downloads" / spec.name
-    path = root / inner
-    if path.is_file() and (md5 is None or md5_of(path) == md5):
-        return path
-    url = spec.url or spec.split_urls[split]
-    if local_files_only or is_offline():
-        raise _offline_error(spec, split, url, "offline mode")
-    root.mkdir(parents=True, exist_ok=True)
+def _extract(archive: Path, target: Path) -> None:
+    """Unpack `archive` into `target` through a temp folder renamed into place (no half-unpacked tree)."""
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     try:
-        with FileLock(str(root) + ".lock"):
-            if spec.url:
-                archive = root / Path(spec.url).name
-                if not archive.is_file() or (spec.md5 and md5_of(archive) != spec.md5):
-                    _get(spec.url, archive, spec.md5)
-                _extract(archive, root)
-            else:
-                _get(url, path, md5)
-    except OSError as err:  # requests' errors are OSErrors: no route, DNS, timeouts
-        raise _offline_error(spec, split, url, f"download failed: {err}") from err
+        root = tmp.resolve()
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as z:
+                for member in z.namelist():
+                    if not (root / member).resolve().is_relative_to(root):
+                        raise DataError(f"{archive}: member {member!r} escapes the target folder")
+                z.extractall(root)
+        else:
+            try:
+                with tarfile.open(archive) as t:
+                    t.extractall(root, filter="data")
+            except tarfile.TarError as err:
+                raise DataError(f"{archive} is neither a zip nor a tar archive ({err})") from err
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch_split(spec: PublicDataset, split: str, *, fetch: FileFetcher | None, local_files_only: bool = False) -> Path:
+    """Local path of `split`'s published file, fetched (and unpacked) when needed."""
+    inner, md5 = spec.splits[split]
+    url = spec.url or spec.split_urls[split]
+    if fetch is None:
+        raise DataError(
+            f"{spec.name} ({split}) is published at {url}; downloading goes through the hub: use "
+            f"nlp.auto.load_dataset({spec.name!r}) or `nlp data download {spec.name}`, or {_where_else(spec, split)}"
+        )
+    name = f"dataset-{spec.name}"
+    try:
+        if not spec.url:  # one file per split
+            return fetch(url, name=name, filename=Path(inner).name, md5=md5, local_files_only=local_files_only, dataset=True)
+        archive = fetch(spec.url, name=name, md5=spec.md5, local_files_only=local_files_only, dataset=True)
+    except OSError as err:  # the hub's HubError: offline and not cached, every retry failed, bad bytes
+        raise DataError(f"{spec.name} ({split}): {err}. Or {_where_else(spec, split)}") from err
+    unpacked = archive.with_name(archive.name + ".unpacked")
+    path = unpacked / inner
     if not path.is_file():
-        raise DataError(f"{spec.name}: {inner} not found after unpacking {url}")
-    if md5 and md5_of(path) != md5:
-        shutil.move(str(path), str(path) + ".bad")
-        raise DataError(f"{path}: md5 mismatch (expected {md5}); moved aside, retry the load")
+        with FileLock(str(archive) + ".unpack.lock"):
+            if not path.is_file():
+                _extract(archive, unpacked)
+    if not path.is_file():
+        raise DataError(f"{spec.name}: {inner} not found in {spec.url} (unpacked at {unpacked})")
     return path

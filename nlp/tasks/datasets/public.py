@@ -2,7 +2,7 @@
 
 Sources are PaddleNLP's dataset builders (``paddlenlp/datasets/*.py``: archive URL and md5,
 the file of each split inside it and that file's md5) and the Hugging Face hub names. This
-module is data plus one downloader; the readers live with their tasks.
+module is data; the files are fetched by `_download.py` through the hub, the readers live with their tasks.
 """
 
 from __future__ import annotations
