@@ -9,7 +9,8 @@ backward keeps `mm` there. oneDNN also fuses an epilogue into the GEMM: exact GE
 residual add, which inference uses.
 
 Used for fp32 CPU tensors only; everything else (CUDA, bf16 autocast, other dtypes, a torch built
-without oneDNN, or `NLP_ONEDNN_LINEAR=0` in the environment) takes `F.linear`. Results agree with
+without oneDNN, `NLP_ONEDNN_LINEAR=0` in the environment, or tracing under `torch.export` for
+ONNX export, which has no translation of the private op) takes `F.linear`. Results agree with
 `F.linear` to float rounding (~1e-6).
 """
 
@@ -55,7 +56,7 @@ def onednn_linear_available() -> bool:
 
 def _eligible(x: torch.Tensor, weight: torch.Tensor) -> bool:
     # Mismatched shapes go to F.linear too, for its clear error (oneDNN's names no shapes).
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+    return (not torch.compiler.is_exporting() and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
             and x.dim() >= 2 and weight.dim() == 2 and x.shape[-1] == weight.shape[1]
             and not torch.is_autocast_enabled("cpu") and onednn_linear_available())
 
