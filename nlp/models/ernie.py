@@ -15,7 +15,8 @@ with GELU / residual-add epilogues in inference (nlp.models._linear). The checkp
 the end maps these names to transformers' on disk.
 
 Under `torch.export` (`torch.compiler.is_exporting()`, as in `nlp export`) the model traces as
-plain ATen ops: no oneDNN linears (private ops that ONNX cannot express), the attention mask
+plain ATen ops: every linear is `F.linear` (no oneDNN ops, which ONNX cannot express, and no
+fused addmm epilogues, whose 2-D Gemm nodes onnxruntime's int8 quantizer skips), the attention mask
 always applied, and no checks that read tensor values (the exported graph must not depend on
 the example it was traced with).
 """
@@ -194,6 +195,7 @@ class ErnieLayer(nn.Module):
             if fused is not None:
                 return fused
         if (self._inplace_act is not None and x.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
+                and not torch.compiler.is_exporting()
                 and not (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad))):
             out = torch._addmm_activation(b, x.reshape(-1, x.shape[-1]), w.t(), use_gelu=self._inplace_act == "gelu")
             return out.view(*x.shape[:-1], out.shape[-1])
@@ -262,7 +264,7 @@ def _residual_linear(layer: nn.Linear, h: torch.Tensor, residual: torch.Tensor, 
     fused = linear_add(h, w, b, residual)  # None unless fp32 CPU inference with oneDNN
     if fused is not None:
         return fused
-    if (h.device.type != "cpu" or torch.is_autocast_enabled("cpu")
+    if (h.device.type != "cpu" or torch.is_autocast_enabled("cpu") or torch.compiler.is_exporting()
             or (torch.is_grad_enabled() and (h.requires_grad or w.requires_grad))):
         return residual + linear(h, w, b)
     out = residual + b  # (B, T, H), a fresh tensor the GEMM may write into

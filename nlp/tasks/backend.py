@@ -22,7 +22,7 @@ import torch
 
 from nlp.models import ErnieConfig, PreTrainedEncoder
 
-__all__ = ["Backend", "TorchBackend", "CRF_KEYS", "torch_device"]
+__all__ = ["Backend", "TorchBackend", "BackendModule", "CRF_KEYS", "torch_device"]
 
 # The CRF's parameters as the NER head saves them (nlp/tasks/ner/crf.py).
 CRF_KEYS = ("crf.transitions", "crf.start_transitions", "crf.end_transitions")
@@ -75,3 +75,35 @@ class TorchBackend:
 
     def __repr__(self) -> str:
         return f"TorchBackend({type(self.model).__name__}, device={self.device}, precision={self.precision})"
+
+
+class BackendModule(torch.nn.Module):
+    """A backend as a torch module, for loops written for PyTorch head models (evaluation):
+    `forward(**batch)` returns the backend's outputs as CPU tensors (`.logits`, or
+    `.start_logits` / `.end_logits`; `.loss` None) and `decode` decodes NER tags as the head does."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__()
+        self.backend = backend
+        self.config = backend.config
+        # empty, so that `next(module.parameters()).device` (where batches go) says CPU
+        self._device_anchor = torch.nn.Parameter(torch.zeros(0), requires_grad=False)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, **_labels: Any) -> Any:
+        import types
+
+        batch = {"input_ids": input_ids.cpu().numpy()}
+        if attention_mask is not None:
+            batch["attention_mask"] = attention_mask.cpu().numpy()
+        if token_type_ids is not None:
+            batch["token_type_ids"] = token_type_ids.cpu().numpy()
+        out = self.backend(batch)
+        return types.SimpleNamespace(loss=None, **{k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in out.items()})
+
+    def decode(self, logits: torch.Tensor, mask: torch.Tensor, *, constrained: bool = True) -> list[list[int]]:
+        from nlp.tasks.ner.heads import decode_tags
+
+        crf = self.backend.crf
+        crf_t = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
+        return decode_tags(logits, mask, self.config.id2label, crf=crf_t, constrained=constrained)

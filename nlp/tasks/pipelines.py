@@ -293,7 +293,7 @@ class QuestionAnsweringPipeline(Pipeline):
         """{"answer", "score", "start", "end"} per question (a list of `top_k` of them when top_k > 1).
 
         With `handle_impossible_answer`, the answer is "" when [CLS] outscores every span.
-        An empty context has no answer: {"answer": "", "score": 0.0, "start": 0, "end": 0}.
+        A blank question or context has no answer: {"answer": "", "score": 0.0, "start": 0, "end": 0}.
         """
         questions, single = _as_batch(question, "question")
         contexts, _ = _as_batch(context, "context")
@@ -303,8 +303,15 @@ class QuestionAnsweringPipeline(Pipeline):
             raise DataError(f"{len(questions)} questions but {len(contexts)} contexts")
         if not questions:
             return []
+        none = {"answer": "", "score": 0.0, "start": 0, "end": 0}
+        results: list[Any] = [dict(none) for _ in questions]
+        # a blank question or context has no answer (and is not a window to run)
+        todo = [i for i, (q, c) in enumerate(zip(questions, contexts)) if q.strip() and c.strip()]
+        if not todo:
+            return results[0] if single else results
         stride = min(doc_stride, self.max_length // 2)
-        examples = {"id": [str(i) for i in range(len(questions))], "question": questions, "context": contexts}
+        examples = {"id": [str(i) for i in todo], "question": [questions[i] for i in todo],
+                    "context": [contexts[i] for i in todo]}
         feats = preprocess_qa(examples, self.tokenizer, max_length=self.max_length, doc_stride=stride)
         rows = [{k: feats[k][r] for k in _MODEL_INPUTS if k in feats} for r in range(len(feats["input_ids"]))]
         outs = self._forward(rows)
@@ -317,14 +324,13 @@ class QuestionAnsweringPipeline(Pipeline):
         preds = postprocess_qa(examples, feats, start, end, n_best=max(20, top_k),
                                max_answer_length=max_answer_length,
                                allow_impossible=handle_impossible_answer)
-        results = []
         for eid in examples["id"]:
             p = preds[eid]
             if p["text"] == "" or top_k == 1:
-                results.append({"answer": p["text"], "score": p["score"], "start": p["start"], "end": p["end"]})
+                results[int(eid)] = {"answer": p["text"], "score": p["score"], "start": p["start"], "end": p["end"]}
             else:
-                results.append([{"answer": c["text"], "score": c["score"], "start": c["start"], "end": c["end"]}
-                                for c in p["n_best"][:top_k]])
+                results[int(eid)] = [{"answer": c["text"], "score": c["score"], "start": c["start"], "end": c["end"]}
+                                     for c in p["n_best"][:top_k]]
         return results[0] if single else results
 
 
