@@ -6,13 +6,15 @@ import argparse
 import json
 
 EPILOG = """examples:
+  nlp evaluate runs/sentiment-reviews --data test     # the test split of the data the run used
   nlp evaluate runs/sentiment-reviews --data reviews-zh --split test
   nlp evaluate runs/sentiment-reviews/model --data my_reviews.jsonl
   nlp evaluate runs/ner --data peoples-daily-1998-ner --split dev
   nlp evaluate runs/cmrc --data cmrc2018_dev.json --max-length 384 --doc-stride 128
   nlp evaluate export/sentiment-int8 --data reviews-zh --split test   # an export dir, on onnxruntime
 
---data is a dataset name (`nlp data ls`) or a file in the task's format (classification:
+--data is a split name of the run's own data (test, dev: from its recipe.yaml, which an export
+directory keeps), a dataset name (`nlp data ls`) or a file in the task's format (classification:
 jsonl/json/csv/tsv with text[, text_pair], label; NER: CoNLL columns; QA: SQuAD/CMRC2018 json).
 An export directory keeps its run's recipe.yaml, so the run's max_length, doc_stride and batch
 size apply to it as to the run; its scores have no loss (onnxruntime computes the outputs only).
@@ -24,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT",
                    help="a run directory (train.output_dir), a model directory or an export directory (nlp export)")
-    p.add_argument("--data", required=True, help="a dataset name or a labelled file")
+    p.add_argument("--data", required=True,
+                   help="test/dev (the run's own data), a dataset name, or a labelled file")
     p.add_argument("--split", default="test", help="split of a named dataset (default: test)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--max-length", type=int, default=None, help="default: the run's data.max_length, else 128 (QA 384)")

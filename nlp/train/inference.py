@@ -33,11 +33,30 @@ def _run_recipe(model_dir: Path) -> dict[str, Any]:
     return {}
 
 
+_SPLIT_NAMES = ("train", "dev", "validation", "test")
+
+
+def _run_data(data: str, split: str, trained: dict[str, Any], model_dir: Path) -> tuple[str, str]:
+    """`--data test` (a split name, not a file): that split of the data the run was trained on
+    (its recipe's data.dataset, or its data.files entry); anything else as given."""
+    if data not in _SPLIT_NAMES or Path(data).expanduser().is_file():
+        return data, split
+    if trained.get("dataset"):
+        return str(trained["dataset"]), data
+    files = trained.get("files") or {}
+    if data in files:
+        return str(files[data]), data
+    where = "its recipe.yaml names" if trained else "there is no run recipe (recipe.yaml) beside it to name"
+    raise ConfigError(f"--data {data!r} means the {data} split of the run's own data, but for {model_dir} "
+                      f"{where} no dataset or {data} file; give --data DATASET --split {data} or --data FILE")
+
+
 def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
                  max_length: int | None = None, doc_stride: int | None = None,
                  max_answer_length: int | None = None, batch_size: int | None = None,
                  max_samples: int | None = None, backend: Backend | None = None) -> dict[str, Any]:
-    """Metrics of a run's (or model directory's) model on a named dataset split or a file.
+    """Metrics of a run's (or model directory's) model on a named dataset split or a file; `data`
+    may also be a split name ("test", "dev"), meaning that split of the run's own data.
     With `backend` (an export directory's onnxruntime backend), `model` is that directory and
     the backend computes the outputs; there is no loss then (the metrics only).
 
@@ -59,6 +78,7 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
     cfg = net.config
     labels = ([cfg.id2label[i] for i in sorted(cfg.id2label)]
               if spec.name != "question-answering" and cfg.id2label and cfg.num_labels > 1 else None)
+    data, split = _run_data(data, split, trained, model_dir)
     is_file = Path(data).expanduser().is_file()
     section = DataSection(dataset=None if is_file else data, files={split: data} if is_file else {},
                           label_names=labels, train_split=split, dev_split=None, test_split=None,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import yaml
 import nlp
 
 ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
+CLF_TEXTS = ["张三在北京大学工作，李四在上海。", "  王五去了广州", "这家餐厅的服务非常好，菜也很新鲜，下次还会再来。", "好",
+             "ＡＢＣ公司的iPhone很好用"]
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
 
 
@@ -37,8 +40,13 @@ def sources(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("sources")
     run = root / "clf-run"
     _save(ErnieForSequenceClassification, run / "model", id2label={0: "negative", 1: "positive", 2: "neutral"})
+    test_file = root / "clf-test.jsonl"
+    names = ["negative", "positive", "neutral"]
+    test_file.write_text("\n".join(json.dumps({"text": t * (i + 1), "label": names[i % 3]}, ensure_ascii=False)
+                                   for i, t in enumerate(CLF_TEXTS * 4)) + "\n", encoding="utf-8")
     (run / "recipe.yaml").write_text(yaml.safe_dump({"task": {"name": "text-classification"},
-                                                     "data": {"max_length": 64}}), encoding="utf-8")
+                                                     "data": {"max_length": 64, "files": {"test": str(test_file)}}}),
+                                     encoding="utf-8")
     labels = dict(enumerate(NER_LABELS))
     return {
         "text-classification": run,

@@ -104,15 +104,13 @@ def test_predict_on_an_export_equals_predict_on_its_source(sources, exports, tmp
 def test_evaluate_on_an_export_scores_like_its_source(sources, exports, tmp_path, capsys):
     from nlp.cli import main
 
-    data = tmp_path / "test.jsonl"
-    labels = ["negative", "positive", "neutral"]
-    data.write_text("\n".join(json.dumps({"text": t * (i + 1), "label": labels[i % 3]}, ensure_ascii=False)
-                              for i, t in enumerate(TEXTS * 4)) + "\n", encoding="utf-8")
     scores = {}
+    # --data test: the test split of the run's own data (the recipe.yaml the export carries)
     for name, model in (("onnx", exports["text-classification"]), ("torch", sources["text-classification"])):
-        assert main(["evaluate", str(model), "--data", str(data)]) == 0
+        assert main(["evaluate", str(model), "--data", "test"]) == 0
         scores[name] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert scores["onnx"]["examples"] == 20 and "loss" not in scores["onnx"]
+    assert scores["onnx"]["examples"] == 20 and "loss" not in scores["onnx"] and "loss" in scores["torch"]
+    assert scores["onnx"]["data"].endswith("clf-test.jsonl")
     assert scores["onnx"]["accuracy"] == scores["torch"]["accuracy"]
     assert scores["onnx"]["macro_f1"] == pytest.approx(scores["torch"]["macro_f1"])
 
@@ -123,5 +121,8 @@ def test_evaluate_on_an_export_scores_like_its_source(sources, exports, tmp_path
     for name, model in (("onnx", exports["ner-crf"]), ("torch", sources["ner-crf"])):
         assert main(["evaluate", str(model), "--data", str(conll)]) == 0
         scores[name] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # a model directory without a run recipe: --data test has no data to refer to
+    assert main(["evaluate", str(exports["ner-crf"]), "--data", "test"]) == 2
+    assert "means the test split of the run's own data" in capsys.readouterr().err
     assert {k: scores["onnx"][k] for k in ("precision", "recall", "f1")} == pytest.approx(
         {k: scores["torch"][k] for k in ("precision", "recall", "f1")})
