@@ -235,6 +235,9 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {str(out)!r} is a file; give a directory path")
     model_dir, kind = locate_model(source)
+    if out.resolve() == model_dir.resolve() or out.resolve() in model_dir.resolve().parents:
+        raise ConfigError(f"--out {str(out)!r} holds the model being exported ({model_dir}); "
+                          "give a directory outside it")
     task = task_of(model_dir, task)
     spec = get_task(task)
     model = spec.head.from_pretrained(model_dir).eval()

@@ -62,7 +62,8 @@ def quantize_int8(src: Path, dst: Path, *, keep_fp32: tuple[str, ...] = KEEP_FP3
         raise ValueError(f"unknown node groups {unknown}; valid: {sorted(groups)}")
     excluded = [name for g in keep_fp32 for name in groups[g]]
     previous = logging.getLogger().level
-    logging.getLogger().setLevel(max(previous, logging.WARNING))  # the quantizer logs every node at INFO
+    # the quantizer logs every node at INFO and advises pre-processing at WARNING (it is not needed here)
+    logging.getLogger().setLevel(max(previous, logging.ERROR))
     try:
         quantize_dynamic(str(src), str(dst), op_types_to_quantize=["MatMul", "Gather"], per_channel=per_channel,
                          weight_type=QuantType.QInt8, nodes_to_exclude=excluded,

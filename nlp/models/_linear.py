@@ -56,7 +56,8 @@ def onednn_linear_available() -> bool:
 
 def _eligible(x: torch.Tensor, weight: torch.Tensor) -> bool:
     # Mismatched shapes go to F.linear too, for its clear error (oneDNN's names no shapes).
-    return (not torch.compiler.is_exporting() and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+    return (not torch.compiler.is_exporting()
+            and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
             and x.dim() >= 2 and weight.dim() == 2 and x.shape[-1] == weight.shape[1]
             and not torch.is_autocast_enabled("cpu") and onednn_linear_available())
 

@@ -130,6 +130,8 @@ def test_bad_input_gives_clear_errors_and_writes_nothing(sources, tmp_path, monk
     for opset in (7, 17, 999):
         with pytest.raises(ConfigError, match=f"--opset {opset}: the installed exporter writes opsets 18 to"):
             export_model(sources["ner-crf"], out, opset=opset)
+    with pytest.raises(ConfigError, match="holds the model being exported"):
+        export_model(sources["text-classification"], sources["text-classification"], force=True)
     with pytest.raises(ConfigError, match="--quantize 'int4'"):
         export_model(sources["ner-crf"], out, quantize="int4")
     out.mkdir()
