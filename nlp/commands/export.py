@@ -9,7 +9,7 @@ EPILOG = """examples:
   nlp export runs/sentiment-reviews --out export/sentiment-int8 --quantize int8
   nlp export runs/ner/model --out export/ner --opset 20 --force       # replace an existing DIR
   nlp predict export/sentiment-int8 --input reviews.txt               # then use it like a run
-  nlp evaluate export/sentiment-int8 --data reviews-zh --split test   # the int8 model's accuracy
+  nlp evaluate export/sentiment-int8 --data test    # the int8 model's accuracy on the run's test split
 
 DIR gets model.onnx (weights inside; above 1 GiB of weights beside it in model.onnx.data),
 config.json with the label names, the tokenizer files, crf.safetensors for an NER model with a

@@ -58,6 +58,7 @@ logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.onnx"
 MIN_OPSET = 18  # the dynamo exporter (onnxscript's torchlib) writes opset 18 and newer
+_FOLD_LIMIT = 1 << 26  # elements: larger than any weight of the ERNIE family
 _EXTERNAL_DATA_BYTES = 1 << 30  # weights above this go beside the graph (protobuf caps a file at 2 GiB)
 
 
@@ -156,6 +157,13 @@ def _write_onnx(model: PreTrainedEncoder, task: str, batch: dict[str, np.ndarray
             program = torch.onnx.export(wrapper, example, dynamo=True, input_names=list(inputs),
                                         output_names=list(outputs), dynamic_shapes=dynamic,
                                         opset_version=opset, report=False, verbose=False)
+            # Fold what the default limits (8,192 input elements) leave unfolded: slices of a
+            # weight (the pooled-only last layer reads q and k/v rows of its fused qkv) stay
+            # run-time Slices, whose MatMuls the int8 quantizer cannot take (their weight is
+            # not a constant) and which cost a copy per call.
+            import onnxscript
+
+            onnxscript.optimizer.optimize(program.model, input_size_limit=_FOLD_LIMIT, output_size_limit=_FOLD_LIMIT)
         program.save(str(path), external_data=param_bytes > _EXTERNAL_DATA_BYTES)
     except ImportError as err:
         raise ImportError(f"ONNX export needs onnx and onnxscript: {DEPLOY_EXTRA}") from err

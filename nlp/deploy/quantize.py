@@ -14,13 +14,47 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QUANTIZE_CHOICES", "KEEP_FP32", "PER_CHANNEL", "quantize_int8", "node_groups"]
+__all__ = ["QUANTIZE_CHOICES", "KEEP_FP32", "PER_CHANNEL", "quantize_int8", "node_groups", "gemms_to_matmuls"]
 
 QUANTIZE_CHOICES = ("int8",)
 # Node groups left in fp32 (see node_groups): "embeddings" (the word / token-type Gathers),
 # "classifier" (the MatMul(s) that produce the outputs).
 KEEP_FP32: tuple[str, ...] = ("classifier",)
 PER_CHANNEL = False
+
+
+def gemms_to_matmuls(model: Any) -> int:
+    """Rewrite each Gemm with a constant weight (the 2-D linears: pooler, classifier) as MatMul
+    (named as the Gemm was) + Add, in place; returns how many. The quantizer would split them
+    itself under new names, and `nodes_to_exclude` would then miss them."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    weights = {i.name: i for i in graph.initializer}
+    transposed: dict[str, str] = {}
+    nodes = []
+    count = 0
+    for node in graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if (node.op_type != "Gemm" or node.input[1] not in weights or attrs.get("transA", 0)
+                or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0):
+            nodes.append(node)
+            continue
+        w = node.input[1]
+        if attrs.get("transB", 0):
+            if w not in transposed:
+                transposed[w] = f"{w}_transposed"
+                graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(weights[w]).T.copy(), transposed[w]))
+            w = transposed[w]
+        has_bias = len(node.input) > 2 and node.input[2]
+        product = f"{node.output[0]}_matmul" if has_bias else node.output[0]
+        nodes.append(helper.make_node("MatMul", [node.input[0], w], [product], name=node.name))
+        if has_bias:
+            nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]], name=f"{node.name}_bias"))
+        count += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return count
 
 
 def node_groups(model_path: Path) -> dict[str, list[str]]:
@@ -56,7 +90,13 @@ def quantize_int8(src: Path, dst: Path, *, keep_fp32: tuple[str, ...] = KEEP_FP3
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    groups = node_groups(src)
+    import onnx
+
+    model = onnx.load(str(src))
+    gemms = gemms_to_matmuls(model)
+    plain = dst.with_name(f"{dst.stem}.matmul.onnx")
+    onnx.save(model, str(plain))
+    groups = node_groups(plain)
     unknown = [g for g in keep_fp32 if g not in groups]
     if unknown:
         raise ValueError(f"unknown node groups {unknown}; valid: {sorted(groups)}")
@@ -65,10 +105,11 @@ def quantize_int8(src: Path, dst: Path, *, keep_fp32: tuple[str, ...] = KEEP_FP3
     # the quantizer logs every node at INFO and advises pre-processing at WARNING (it is not needed here)
     logging.getLogger().setLevel(max(previous, logging.ERROR))
     try:
-        quantize_dynamic(str(src), str(dst), op_types_to_quantize=["MatMul", "Gather"], per_channel=per_channel,
+        quantize_dynamic(str(plain), str(dst), op_types_to_quantize=["MatMul", "Gather"], per_channel=per_channel,
                          weight_type=QuantType.QInt8, nodes_to_exclude=excluded,
                          extra_options={"MatMulConstBOnly": True})
     finally:
         logging.getLogger().setLevel(previous)
-    return {"method": "onnxruntime dynamic", "weight_type": "int8", "per_channel": per_channel,
+        plain.unlink(missing_ok=True)
+    return {"method": "onnxruntime dynamic", "weight_type": "int8", "per_channel": per_channel, "gemms_as_matmul": gemms,
             "ops": ["MatMul", "Gather"], "kept_fp32": {g: groups[g] for g in keep_fp32}}
