@@ -90,7 +90,17 @@ def test_int8_is_small_and_agrees_with_pytorch(sources, exports):
     size = (d / "model.onnx").stat().st_size
     assert size < 0.30 * m["quantization"]["fp32_bytes"]
     assert size < 0.30 * (exports["ner-crf"] / "model.onnx").stat().st_size
-    assert not any(p.name.startswith("fp32") for p in d.iterdir())
+    assert not any(p.name.startswith("fp32") or "matmul" in p.name for p in d.iterdir())
+    # the classifier stays fp32 (a MatMul with a float weight); every other linear is int8
+    import onnx
+
+    graph = onnx.load(str(d / "model.onnx")).graph
+    kept = m["quantization"]["kept_fp32"]["classifier"]
+    floats = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.FLOAT}
+    by_name = {n.name: n for n in graph.node}
+    assert kept and all(by_name[k].op_type == "MatMul" and by_name[k].input[1] in floats for k in kept)
+    assert sum(n.op_type == "MatMulInteger" for n in graph.node) >= 4 * 4  # 4 layers: qkv, out, ffn in/out
+    assert not any(n.op_type == "Gemm" for n in graph.node)
     agreement = m["check"]["int8"]["label_agreement"]
     assert 0.9 <= agreement <= 1.0
     ref, tok = _torch(sources, "ner-crf")
