@@ -256,6 +256,9 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would follow DIR; a served export is shared
     try:
         fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
         written_opset = _write_onnx(model, task, batch, fp32_path, opset)
@@ -267,7 +270,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
             from safetensors.numpy import save_file
 
             crf_file = "crf.safetensors"
-            save_file({k: v for k, v in TorchBackend(model).crf.items()}, str(tmp / crf_file))  # type: ignore[union-attr]
+            save_file(dict(TorchBackend(model).crf or {}), str(tmp / crf_file))
         recipe = None
         if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
             recipe = "recipe.yaml"

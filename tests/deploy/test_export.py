@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -175,6 +176,9 @@ def test_force_replaces_an_existing_export(sources, tmp_path):
     r = export_model(sources["question-answering"], out, force=True, opset=18)
     assert r.opset == 18 and read_manifest(out)["opset"] == 18
     assert not (out / "old.txt").exists() and (out / "model.onnx").is_file() and _leftovers(tmp_path) == []
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # not the temp dir's 0700
 
 
 def test_cli_export_reports_the_check_and_errors_without_traceback(sources, tmp_path, capsys):
