@@ -34,12 +34,15 @@ def _lines(path: Path, encoding: str) -> list[str]:
         try:
             text = line.decode(encoding)
         except UnicodeDecodeError as err:
-            hint = (" If the file is GBK (common for Chinese text), pass --encoding gbk, or convert it: "
-                    f"iconv -f GBK -t UTF-8 {path} > {path.stem}.utf8{path.suffix}") if encoding.lower().startswith("utf") else ""
+            hint = ""
+            if encoding.lower().startswith("utf"):
+                hint = (" If the file is GBK (common for Chinese text), pass --encoding gbk, or convert it: "
+                        f"iconv -f GBK -t UTF-8 {path} > {path.stem}.utf8{path.suffix}")
             raise DataError(f"{path}:{n}: not valid {encoding} (byte 0x{line[err.start]:02x} at byte {err.start} "
                             f"of the line).{hint}") from None
         except LookupError:
-            raise ConfigError(f"--encoding {encoding!r} is not a known text encoding (e.g. utf-8, gbk, gb18030)") from None
+            raise ConfigError(f"--encoding {encoding!r} is not a known text encoding "
+                              "(e.g. utf-8, gbk, gb18030)") from None
         lines.append(text[:-1] if text.endswith("\r") else text)
     return lines
 
@@ -83,18 +86,20 @@ def predict_rows(pipe: Any, rows: list[dict[str, Any] | None], task: str, *, top
     out: list[dict[str, Any]] = [{"text": "", key: None if task == "question-answering" else []} if r is None
                                  else dict(r) for r in rows]
     todo = [i for i, r in enumerate(rows) if r is not None]
+    recs: list[dict[str, Any]] = [r for r in rows if r is not None]
+    by_row = dict(zip(todo, recs))
     if task == "text-classification":
-        paired = [i for i in todo if "text_pair" in rows[i]]  # type: ignore[operator]
-        single = [i for i in todo if "text_pair" not in rows[i]]  # type: ignore[operator]
-        for group, pairs in ((single, None), (paired, [rows[i]["text_pair"] for i in paired])):  # type: ignore[index]
+        paired = [i for i in todo if "text_pair" in by_row[i]]
+        single = [i for i in todo if "text_pair" not in by_row[i]]
+        for group, pairs in ((single, None), (paired, [by_row[i]["text_pair"] for i in paired])):
             if group:
-                for i, labels in zip(group, pipe([rows[i]["text"] for i in group], pairs, top_k=top_k)):  # type: ignore[index]
+                for i, labels in zip(group, pipe([by_row[i]["text"] for i in group], pairs, top_k=top_k)):
                     out[i][key] = labels
     elif task == "token-classification":
-        for i, ents in zip(todo, pipe([rows[i]["text"] for i in todo])):  # type: ignore[index]
+        for i, ents in zip(todo, pipe([by_row[i]["text"] for i in todo])):
             out[i][key] = ents
     else:
-        answers = pipe(question=[rows[i]["question"] for i in todo], context=[rows[i]["context"] for i in todo])  # type: ignore[index]
+        answers = pipe(question=[by_row[i]["question"] for i in todo], context=[by_row[i]["context"] for i in todo])
         for i, ans in zip(todo, answers):
             out[i][key] = ans
     return out
