@@ -27,7 +27,7 @@ _EXPORTS = {
     "AutoModelForQuestionAnswering": "nlp.auto",
     "pipeline": "nlp.auto",
 }
-_SUBMODULES = ("hub", "tokenizer", "models", "tasks", "train", "auto")
+_SUBMODULES = ("hub", "tokenizer", "models", "tasks", "train", "deploy", "auto")
 
 __all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
 

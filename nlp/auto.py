@@ -67,12 +67,13 @@ def resolve(name_or_path: str | os.PathLike, **hub_kwargs: Any) -> Path:
 
 
 @contextmanager
-def _refetch_hint(name_or_path: str | os.PathLike) -> Iterator[None]:
+def _refetch_hint(name_or_path: Any) -> Iterator[None]:
     """A broken weights file that came through the hub gets the commands that fetch it again."""
     try:
         yield
     except WeightsFileError as err:
-        if Path(name_or_path).expanduser().is_dir():  # the user's own folder: nothing to re-fetch
+        if not isinstance(name_or_path, (str, os.PathLike)) or Path(name_or_path).expanduser().is_dir():
+            # a model object or the user's own folder: nothing to re-fetch
             raise
         raise WeightsFileError(
             f"{err} It came from the hub cache: fetch it again with `nlp hub download {name_or_path} --force` "
@@ -160,18 +161,23 @@ class AutoModelForQuestionAnswering(_AutoModel):
     _model_class = "nlp.tasks:ErnieForQuestionAnswering"
 
 
-def pipeline(task: str, model: str | os.PathLike | None = None, tokenizer: str | os.PathLike | None = None,
-             **kwargs: Any):
+def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any):
     """`nlp.pipeline("text-classification" | "token-classification" | "question-answering", model=...)`.
 
     `model` (and `tokenizer`, default: the model's directory) may be a hub name, an
-    `owner/repo` id or a local directory; other keywords go to the task's pipeline.
+    `owner/repo` id or a local directory, or a model object / backend already loaded. An export
+    directory (written by `nlp export`) runs on onnxruntime, with the same outputs as the
+    PyTorch model it came from. Other keywords go to the task's pipeline.
     "word-segmentation" needs no model: `nlp.pipeline("word-segmentation", user_dict=...)`.
     """
     from nlp.tasks import pipeline as task_pipeline
+    from nlp.tasks.backend import Backend
     from nlp.tasks.segmentation import MODEL_FREE_TASKS
 
-    key = str(task).strip().lower().replace("_", "-")
+    if not isinstance(task, str):
+        raise TypeError(f"task must be a str such as 'text-classification', 'token-classification' or "
+                        f"'question-answering'; got {type(task).__name__} {task!r}")
+    key = task.strip().lower().replace("_", "-")
     if key in MODEL_FREE_TASKS:
         if model is not None or tokenizer is not None:
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
@@ -180,10 +186,44 @@ def pipeline(task: str, model: str | os.PathLike | None = None, tokenizer: str |
         raise ConfigError(f"nlp.pipeline({task!r}) needs model= (a hub name, owner/repo or a local "
                           f"directory); model-free tasks: {', '.join(MODEL_FREE_TASKS)}")
     hub_kwargs, kwargs = _split_kwargs(kwargs)
-    model_dir = resolve(model, **hub_kwargs)
-    tokenizer_dir = resolve(tokenizer, **hub_kwargs) if tokenizer is not None else None
+    if isinstance(model, (PreTrainedEncoder, Backend)):
+        model_dir: Any = model
+    elif isinstance(model, (str, os.PathLike)):
+        model_dir = resolve(model, **hub_kwargs)
+    else:
+        raise TypeError(f"model must be a hub name, an owner/repo id or a local directory (str or os.PathLike), "
+                        f"or a model object; got {type(model).__name__} {model!r:.60}")
+    if tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike, Tokenizer)):
+        raise TypeError(f"tokenizer must be a hub name, a local directory or a Tokenizer; "
+                        f"got {type(tokenizer).__name__} {tokenizer!r:.60}")
+    tokenizer_dir = resolve(tokenizer, **hub_kwargs) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
+    if isinstance(model_dir, Path) and _is_export_dir(model_dir):
+        model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
     with _refetch_hint(model):
         return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+
+
+def _is_export_dir(path: Path) -> bool:
+    from nlp.deploy import is_export_dir
+
+    return is_export_dir(path)
+
+
+def _export_backend(task: str, directory: Path, kwargs: dict[str, Any]):
+    """The onnxruntime backend of an export directory, checked against `task`. `device` is
+    taken as onnxruntime's: only the CPU ("cpu", -1, None) is supported here."""
+    from nlp.deploy import OnnxBackend
+    from nlp.tasks import get_task
+
+    device = kwargs.pop("device", None)
+    if device not in (None, -1, "cpu"):
+        raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider here; "
+                          "leave device out, or load the PyTorch run directory for a GPU")
+    backend = OnnxBackend(directory)
+    if get_task(task).name != backend.task:
+        raise ConfigError(f"{str(directory)!r} is an export of a {backend.task} model; "
+                          f"it cannot run as {get_task(task).name!r}")
+    return backend
 
 
 def load_dataset(name: str, split: str | None = None, **kwargs: Any):

@@ -1,4 +1,4 @@
-"""`nlp evaluate RUN_OR_MODEL --data ...`: score a fine-tuned model on labelled data."""
+"""`nlp evaluate RUN_MODEL_OR_EXPORT --data ...`: score a fine-tuned (or exported) model on labelled data."""
 
 from __future__ import annotations
 
@@ -6,21 +6,28 @@ import argparse
 import json
 
 EPILOG = """examples:
+  nlp evaluate runs/sentiment-reviews --data test     # the test split of the data the run used
   nlp evaluate runs/sentiment-reviews --data reviews-zh --split test
   nlp evaluate runs/sentiment-reviews/model --data my_reviews.jsonl
   nlp evaluate runs/ner --data peoples-daily-1998-ner --split dev
   nlp evaluate runs/cmrc --data cmrc2018_dev.json --max-length 384 --doc-stride 128
+  nlp evaluate export/sentiment-int8 --data reviews-zh --split test   # an export dir, on onnxruntime
 
---data is a dataset name (`nlp data ls`) or a file in the task's format (classification:
+--data is a split name of the run's own data (test, dev: from its recipe.yaml, which an export
+directory keeps), a dataset name (`nlp data ls`) or a file in the task's format (classification:
 jsonl/json/csv/tsv with text[, text_pair], label; NER: CoNLL columns; QA: SQuAD/CMRC2018 json).
+An export directory keeps its run's recipe.yaml, so the run's max_length, doc_stride and batch
+size apply to it as to the run; its scores have no loss (onnxruntime computes the outputs only).
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("evaluate", help="score a fine-tuned model on labelled data", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="a run directory (train.output_dir) or a model directory")
-    p.add_argument("--data", required=True, help="a dataset name or a labelled file")
+    p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT",
+                   help="a run directory (train.output_dir), a model directory or an export directory (nlp export)")
+    p.add_argument("--data", required=True,
+                   help="test/dev (the run's own data), a dataset name, or a labelled file")
     p.add_argument("--split", default="test", help="split of a named dataset (default: test)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--max-length", type=int, default=None, help="default: the run's data.max_length, else 128 (QA 384)")
@@ -34,10 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nlp.deploy import OnnxBackend, is_export_dir
     from nlp.train.inference import evaluate_dir
 
+    backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
     scores = evaluate_dir(args.model, args.data, split=args.split, task=args.task, max_length=args.max_length,
                           doc_stride=args.doc_stride, max_answer_length=args.max_answer_length,
-                          batch_size=args.batch_size, max_samples=args.max_samples)
+                          batch_size=args.batch_size, max_samples=args.max_samples, backend=backend)
     print(json.dumps(scores, ensure_ascii=False))
     return 0

@@ -1,7 +1,30 @@
-"""nlp.deploy: export to ONNX (int8), the onnxruntime backend for pipelines, and the model server.
+"""nlp.deploy: export to ONNX (fp32, int8), the onnxruntime backend for pipelines, the server
+(nlp/deploy/server.py, `nlp serve`, docs/serving.md: imported on use, so importing this package
+loads no uvicorn).
 
-    nlp serve runs/sentiment-reviews --port 8000        # nlp/deploy/server.py, docs/serving.md
+    from nlp.deploy import export_model, OnnxBackend
+    export_model("runs/ner", "export/ner", quantize="int8")
+    nlp.pipeline("ner", model="export/ner")     # runs on onnxruntime (nlp/auto.py detects the manifest)
 
-Modules are imported on use (`from nlp.deploy.server import create_app`) so that importing the
-package loads neither onnxruntime nor uvicorn.
+Layer: imports nlp.tasks, nlp.models, nlp.tokenizer; only nlp.auto and the CLI import it;
+it never imports the trainer (serving does not load it).
 """
+
+from nlp.deploy.backend import OnnxBackend
+from nlp.deploy.export import ExportError, ExportResult, export_model, locate_model
+from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest, verify_files
+from nlp.deploy.task_io import EXPORT_INPUTS, EXPORT_OUTPUTS
+
+__all__ = [
+    "export_model",
+    "ExportResult",
+    "ExportError",
+    "OnnxBackend",
+    "locate_model",
+    "is_export_dir",
+    "read_manifest",
+    "verify_files",
+    "MANIFEST_NAME",
+    "EXPORT_INPUTS",
+    "EXPORT_OUTPUTS",
+]

@@ -11,7 +11,8 @@ residual add, which inference uses.
 Used for fp32 CPU tensors only; everything else (CUDA, bf16 autocast, other dtypes, a torch built
 without oneDNN) takes `F.linear`. Results agree with `F.linear` to float rounding (~1e-6). The
 encoder calls these through its kernels (nlp.models.fast_paths), which a model picks when it is
-built: `NLP_ONEDNN_LINEAR=0` in the environment then leaves them out.
+built: `NLP_ONEDNN_LINEAR=0` in the environment then leaves them out; so does tracing under
+`torch.export` for ONNX export, which has no translation of the private op.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def _onednn_linear_works() -> bool:
 
 def _eligible(x: torch.Tensor, weight: torch.Tensor) -> bool:
     # Mismatched shapes go to F.linear too, for its clear error (oneDNN's names no shapes).
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+    return (not torch.compiler.is_exporting()
+            and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
             and x.dim() >= 2 and weight.dim() == 2 and x.shape[-1] == weight.shape[1]
             and not torch.is_autocast_enabled("cpu") and _onednn_linear_works())
 

@@ -13,6 +13,12 @@ nlp._packing), per-layer gradient checkpointing. The layers show the architectur
 they call (linears, activation, residual + dropout, attention) come from `self.ops`, chosen once
 when the model is built: plain PyTorch or the CPU fast paths (nlp.models.fast_paths, switch
 `NLP_FAST_PATHS`). The checkpoint-key table at the end maps these names to transformers' on disk.
+
+Under `torch.export` (`torch.compiler.is_exporting()`, as in `nlp export`) the model traces as
+plain ATen ops: the fast paths step aside (no oneDNN ops, which ONNX cannot express, and no fused
+addmm epilogues, whose 2-D Gemm nodes onnxruntime's int8 quantizer skips), the attention mask is
+always applied, and no check reads tensor values (the exported graph must not depend on the
+example it was traced with).
 """
 
 from __future__ import annotations
@@ -83,7 +89,9 @@ def _build_attention(attention_mask, pack_ids, device_type: str, dtype: torch.dt
         # padding only, so no query row is fully masked (which would give NaN).
         mask = pack_ids[:, None, :, None] == pack_ids[:, None, None, :]  # (B,1,T,T)
         return _Attention(mask=mask)
-    if attention_mask is None or bool(attention_mask.all()):
+    # Under torch.export (ONNX export) the mask is always applied: whether a batch has padding
+    # is data, and a graph must not bake in the answer of the example it was traced with.
+    if attention_mask is None or (not torch.compiler.is_exporting() and bool(attention_mask.all())):
         return _Attention()  # no padding: SDPA without a mask (its fastest path)
     return _Attention(mask=attention_mask[:, None, None, :].bool())  # (B,1,1,T) key padding
 
@@ -188,7 +196,9 @@ class ErnieModel(PreTrainedEncoder):
                 f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}; "
                 f"truncate the input (tokenizer truncation=True, max_length<={c.max_position_embeddings})"
             )
-        if input_ids.numel():
+        # value checks read the data, which torch.export (ONNX export) cannot; shapes are still checked
+        checks_values = not torch.compiler.is_exporting()
+        if checks_values and input_ids.numel():
             lo, hi = int(input_ids.min()), int(input_ids.max())
             if lo < 0 or hi >= c.vocab_size:
                 raise DataError(
@@ -212,7 +222,7 @@ class ErnieModel(PreTrainedEncoder):
                 )
             if value.dtype.is_floating_point and name != "attention_mask":
                 raise TypeError(f"{name} must be an integer tensor, got {value.dtype}")
-            if limit is not None and value.numel():
+            if checks_values and limit is not None and value.numel():
                 lo, hi = int(value.min()), int(value.max())
                 if lo < 0 or hi >= limit:
                     raise DataError(f"{name} holds {hi if hi >= limit else lo}, outside [0, {limit})")

@@ -23,7 +23,9 @@ Two implementations share that interface:
   Each applies only where it is valid (device, dtype, autograd, autocast: checked per call, as
   those change between calls); elsewhere FastOps runs what TorchOps runs, with nlp.models.dropout's
   masks. Results agree with TorchOps to float rounding; dropout masks differ (another generator
-  use), so a run is reproducible under one switch setting, not across them.
+  use), so a run is reproducible under one switch setting, not across them. While a model is
+  traced by `torch.export` (`nlp export`), FastOps runs TorchOps' plain ATen ops: ONNX has no
+  translation of the private ops, and int8 quantization skips fused Gemm epilogues.
 
 The switch, read by `select_ops()` when a model is built (`ErnieModel.__init__`):
     NLP_FAST_PATHS=0      TorchOps for models built from then on.
@@ -121,6 +123,8 @@ class FastOps(TorchOps):
         ~4% of an ernie-3.0-base forward. Not on CUDA (its fused epilogue is the tanh GELU), not
         under autograd (the backward needs the pre-activation), not under autocast (these ops are
         not on autocast's list)."""
+        if torch.compiler.is_exporting():  # plain ATen ops for torch.export (ONNX)
+            return super().linear_act(x, layer, act)
         weight, bias = layer.weight, layer.bias
         inplace = "gelu" if act is F.gelu else "relu" if act is F.relu else None
         if inplace == "gelu" and self.onednn_linear:
@@ -140,6 +144,8 @@ class FastOps(TorchOps):
         the bias broadcast-copy and the separate add, passes over (B, T, H) that profile at ~15% of
         inference time on CPU. Not under autocast: the fused ops are not autocast, and would meet
         bf16 activations with fp32 weights."""
+        if torch.compiler.is_exporting():  # plain ATen ops for torch.export (ONNX)
+            return super().residual_linear(h, layer, residual, p)
         weight, bias = layer.weight, layer.bias
         if p > 0.0:
             return residual_dropout(residual, self.linear(h, weight, bias), p)

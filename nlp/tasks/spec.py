@@ -46,6 +46,7 @@ class TaskSpec:
     packable: ClassVar[bool] = True  # whether train.data.batching=packed applies
     default_max_length: ClassVar[int] = 128  # tokens per example when nothing says otherwise
     input_fields: ClassVar[tuple[str, ...]] = ("text",)  # what `nlp predict` reads per record
+    optional_input_fields: ClassVar[tuple[str, ...]] = ()  # string fields a record may add
     # what a model of this task exports (ONNX): its inputs, and each output with its axis names
     export_inputs: ClassVar[tuple[str, ...]] = EXPORT_INPUTS
     export_outputs: ClassVar[dict[str, tuple[str, ...]]]
@@ -126,6 +127,10 @@ class TaskSpec:
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
         """Run `pipe` (this task's pipeline) over input records ({field: value}); per record the
         fields to add to it in `nlp predict`'s output."""
+        raise NotImplementedError
+
+    def empty_prediction(self) -> dict[str, Any]:
+        """The fields `nlp predict` writes for a blank input line (no labels, entities, answer)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:

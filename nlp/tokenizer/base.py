@@ -498,13 +498,16 @@ def _check_text(value: Any, what: str, words: bool) -> None:
 def _raise_on_surrogate(items: list[Any], name: str, batched: bool) -> None:
     """DataError for text the Rust side cannot take: lone surrogates are not valid UTF-8."""
     for i, value in enumerate(items):
-        for item in (value if isinstance(value, (list, tuple)) else (value,)):
+        words = isinstance(value, (list, tuple))  # pre-tokenized (is_split_into_words): name the word
+        for j, item in enumerate(value if words else (value,)):
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as err:
                 what = f"{name}[{i}]" if batched else name
+                where = (f"word {j} ({item!r}), at character {err.start} of that word" if words
+                         else f"character {err.start}")
                 raise DataError(
-                    f"{what} holds a lone surrogate {item[err.start]!r} at character {err.start}; "
+                    f"{what} holds a lone surrogate {item[err.start]!r} at {where}; "
                     "text must be valid Unicode (decode bytes with errors='replace')"
                 ) from None
 

@@ -69,8 +69,8 @@ def test_loading_errors(dirs, tmp_path):
     with pytest.raises(ConfigError, match="batch_size"):
         pipeline("ner", model=dirs["wordpiece"]["token-classification"], batch_size=0)
     clf = pipeline("text-classification", model=dirs["wordpiece"]["text-classification"])
-    with pytest.raises(DataError, match="text 1 is empty"):
-        clf(["好", " "])
+    with pytest.raises(TypeError, match="text 1 must be a str; got NoneType None"):
+        clf(["好", None])
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "hybrid"])
@@ -144,3 +144,122 @@ def test_multi_label_and_regression_scores(dirs, tmp_path):
     with torch.no_grad():
         logit = model(**tok(TEXTS[1], return_tensors="pt")).logits[0, 0].item()
     assert value["label"] == "LABEL_0" and value["score"] == pytest.approx(logit, abs=1e-5)
+
+
+# --- issue 15 §5: any string, [], clear TypeErrors; issue 16: windows batched, backends ---------
+
+INVISIBLE = ["\u200b\u200c\u200d", "\u2060\ufeff", "\u200b", "   ", ""]
+
+
+@pytest.mark.parametrize("head", ["token-classification", "ner-crf"])
+def test_ner_on_invisible_or_empty_text_has_no_entities(dirs, head):
+    ner = pipeline("ner", model=dirs["wordpiece"][head])
+    for text in INVISIBLE:
+        assert ner(text) == []
+    assert ner(INVISIBLE) == [[] for _ in INVISIBLE]
+    mixed = ner(["\u200b", TEXTS[0], ""])
+    assert mixed[0] == [] and mixed[2] == [] and mixed[1] == ner(TEXTS[0])
+
+
+def test_every_pipeline_takes_an_empty_list_and_any_string(dirs):
+    d = dirs["wordpiece"]
+    clf = pipeline("text-classification", model=d["text-classification"])
+    ner = pipeline("ner", model=d["token-classification"])
+    qa = pipeline("qa", model=d["question-answering"])
+    assert clf([]) == [] and ner([]) == [] and qa(question=[], context=[]) == []
+    assert clf([], text_pair=[]) == []
+    for text in INVISIBLE:
+        assert len(clf(text)) == 1
+        assert set(qa(question=text, context=CONTEXT)) == {"answer", "score", "start", "end"}
+        assert qa(question="谁在北京？", context=text)["answer"] == ""
+
+
+def test_wrong_types_say_what_was_given_and_what_is_accepted(dirs):
+    import nlp
+
+    d = dirs["wordpiece"]["text-classification"]
+    for bad in (None, 5):
+        with pytest.raises(TypeError, match=f"model must be .*got {type(bad).__name__} {bad}"):
+            nlp.pipeline("text-classification", model=bad)
+        with pytest.raises(TypeError, match=f"model must be .*got {type(bad).__name__} {bad}"):
+            pipeline("text-classification", model=bad)
+    with pytest.raises(TypeError, match="task must be a str .*got NoneType None"):
+        nlp.pipeline(None, model=str(d))
+    with pytest.raises(TypeError, match="tokenizer must be .*got int 3"):
+        nlp.pipeline("text-classification", model=str(d), tokenizer=3)
+    clf = pipeline("text-classification", model=d)
+    ner = pipeline("ner", model=dirs["wordpiece"]["token-classification"])
+    qa = pipeline("qa", model=dirs["wordpiece"]["question-answering"])
+    for call in (lambda x: clf(x), lambda x: ner(x), lambda x: qa(question=x, context="上海")):
+        with pytest.raises(TypeError, match="must be a str or a list of str; got NoneType None"):
+            call(None)
+        with pytest.raises(TypeError, match="must be a str or a list of str; got int 7"):
+            call(7)
+        with pytest.raises(TypeError, match="1 must be a str; got int 3"):
+            call(["好", 3])
+
+
+def test_ner_names_the_lone_surrogate_at_its_position_in_the_text(dirs):
+    ner = pipeline("ner", model=dirs["wordpiece"]["token-classification"])
+    with pytest.raises(DataError, match=r"text holds a lone surrogate '\\ud800' at character 4"):
+        ner("ab c\ud800好")
+    with pytest.raises(DataError, match=r"text 1 holds a lone surrogate '\\udc00' at character 2"):
+        ner(["好", "  \udc00"])
+
+
+class _CountingBackend:
+    """A backend that counts its calls and the rows it was given."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.rows = inner, 0, []
+        self.config, self.crf, self.name, self.precision = inner.config, inner.crf, "counting", inner.precision
+
+    def __call__(self, batch):
+        self.calls += 1
+        self.rows.append(batch["input_ids"].shape)
+        return self.inner(batch)
+
+
+@pytest.mark.parametrize("head", ["token-classification", "ner-crf"])
+def test_windows_of_a_long_document_run_in_batches(dirs, head):
+    from nlp.tasks.backend import Backend, TorchBackend
+
+    d = dirs["wordpiece"][head]
+    model = ErnieForTokenClassification.from_pretrained(d)
+    counting = _CountingBackend(TorchBackend(model))
+    assert isinstance(counting, Backend)
+    ner = pipeline("ner", model=counting, tokenizer=d, max_length=128, batch_size=64)
+    doc = ("".join(TEXTS) * 4000)[:100_000]
+    ents = ner(doc)
+    windows = sum(r[0] for r in counting.rows)
+    assert windows > 900  # ~100,000 characters over overlapping windows of 126 tokens
+    assert counting.calls == -(-windows // 64)  # full batches: not one window per call
+    assert all(doc[e["start"]:e["end"]] == e["text"] for e in ents) and ents
+    # the same entities as a plain pipeline on the first windows' worth of text
+    head_text = doc[:300]
+    plain = pipeline("ner", model=d, max_length=128, batch_size=1)
+    assert [e for e in ents if e["end"] <= 200] == [e for e in plain(head_text) if e["end"] <= 200]
+
+
+def test_a_model_object_runs_through_the_torch_backend(dirs):
+    from nlp.tasks.backend import TorchBackend
+
+    d = dirs["wordpiece"]["question-answering"]
+    model = ErnieForQuestionAnswering.from_pretrained(d)
+    by_dir = pipeline("qa", model=d)
+    by_model = pipeline("qa", model=model, tokenizer=d)
+    by_backend = pipeline("qa", model=TorchBackend(model), tokenizer=d)
+    assert isinstance(by_model.backend, TorchBackend) and by_model.model is model
+    q = dict(question="谁在北京？", context=CONTEXT)
+    assert by_dir(**q) == by_model(**q) == by_backend(**q)
+    with pytest.raises(ConfigError, match="give tokenizer="):
+        pipeline("qa", model=TorchBackend(model))
+
+
+def test_pipelines_do_not_import_onnxruntime():
+    import subprocess
+
+    code = ("import sys, nlp.tasks, nlp.train.inference, nlp.tasks.pipelines; "
+            "sys.exit(1 if any(m.split('.')[0] in ('onnxruntime', 'onnx', 'nlp') and "
+            "(m.startswith('onnx') or m.startswith('nlp.deploy')) for m in sys.modules) else 0)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

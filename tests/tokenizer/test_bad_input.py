@@ -24,6 +24,13 @@ def test_lone_surrogate_is_data_error(tok):
         tok(["a\ud800b"])
 
 
+def test_lone_surrogate_in_pre_split_words_names_the_word(tok):
+    # a character position inside a word alone would point at the wrong place in the text
+    with pytest.raises(DataError, match=r"text\[1\] holds a lone surrogate '\\udc00' at word 2 \('c\\udc00'\), "
+                                        r"at character 1 of that word"):
+        tok([["好"], ["a", "b", "c\udc00"]], is_split_into_words=True)
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\t\n\u3000", "\x00\x01\u200b"])
 def test_empty_and_blank_give_only_specials(tok, text):
     enc = tok(text, return_offsets_mapping=True)

@@ -46,7 +46,9 @@ def test_predict_writes_one_json_line_per_input(run_dir, tmp_path, capsys):
     dest = tmp_path / "out.jsonl"
     assert main(["predict", str(run_dir), "--input", str(src), "--output", str(dest), "--top-k", "2"]) == 0
     rows = [json.loads(line) for line in dest.read_text(encoding="utf-8").splitlines()]
-    assert [r["text"] for r in rows] == ["这家酒店的服务非常好", "质量太差了，不推荐"]
+    # one output line per input line: the blank line gets an empty result (issue 15 §5)
+    assert [r["text"] for r in rows] == ["这家酒店的服务非常好", "", "质量太差了，不推荐"]
+    assert rows.pop(1)["labels"] == []
     for r in rows:
         assert {x["label"] for x in r["labels"]} == {"negative", "positive"}
         assert sum(x["score"] for x in r["labels"]) == pytest.approx(1.0, abs=1e-5)

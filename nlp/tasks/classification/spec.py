@@ -35,6 +35,7 @@ class ClassificationSpec(TaskSpec):
     pipeline = TextClassificationPipeline
     architecture_suffix = "ForSequenceClassification"
     label_column = "label"
+    optional_input_fields = ("text_pair",)
     export_outputs = {"logits": ("batch", "num_labels")}
     reader = staticmethod(read_classification)
     preprocess = staticmethod(preprocess_classification)
@@ -91,9 +92,17 @@ class ClassificationSpec(TaskSpec):
         return {k: float(v) for k, v in m.items() if k != "per_class"}
 
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
-        pairs = [r["text_pair"] for r in records] if all("text_pair" in r for r in records) else None
-        out = pipe([r["text"] for r in records], pairs, top_k=top_k)
-        return [{"labels": o} for o in out]
+        out: list[dict[str, Any]] = [{} for _ in records]
+        paired = [i for i, r in enumerate(records) if "text_pair" in r]
+        single = [i for i, r in enumerate(records) if "text_pair" not in r]
+        for group, pairs in ((single, None), (paired, [records[i]["text_pair"] for i in paired])):
+            if group:
+                for i, labels in zip(group, pipe([records[i]["text"] for i in group], pairs, top_k=top_k)):
+                    out[i] = {"labels": labels}
+        return out
+
+    def empty_prediction(self) -> dict[str, Any]:
+        return {"labels": []}
 
 
 CLASSIFICATION = ClassificationSpec()

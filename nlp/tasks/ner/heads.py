@@ -25,7 +25,7 @@ from nlp.models import Dropout, ErnieConfig, ErnieModel, PreTrainedEncoder
 from nlp.tasks.ner.crf import LinearChainCRF, viterbi
 from nlp.tasks.ner.tags import allowed_transitions
 
-__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput"]
+__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput", "decode_tags"]
 
 
 @dataclass
@@ -87,28 +87,42 @@ class ErnieForTokenClassification(PreTrainedEncoder):
 
     @torch.no_grad()
     def decode(self, logits: torch.Tensor, mask: torch.Tensor, *, constrained: bool = True) -> list[list[int]]:
-        """Tag ids for the positions where `mask` is True, per row, in order.
+        """Tag ids for the positions where `mask` is True, per row, in order (see `decode_tags`)."""
+        crf = None if self.crf is None else (self.crf.transitions, self.crf.start_transitions,
+                                             self.crf.end_transitions)
+        return decode_tags(logits, mask, self.config.id2label, crf=crf, constrained=constrained)
 
-        With a CRF: its Viterbi path. Without: with `constrained` (the default) and a BIO/BIOES
-        label set (`config.id2label`), the most probable tag sequence that is well formed (no
-        `I-X` after `O` or after another type; BIOES entities closed), i.e. Viterbi over the
-        per-token log-probabilities with forbidden transitions; otherwise the argmax per token.
-        Unconstrained argmax splits an entity wherever one inner token's argmax flips to the
-        wrong prefix, which costs precision most (an `I-X` after `O` counts as a new entity)."""
-        mask = mask.bool()
-        if self.crf is not None:
-            return self.crf.viterbi_decode(logits, mask)
-        rules = self._transition_rules(logits.device) if constrained else None
-        if rules is None:
-            best = logits.argmax(-1)  # (B, T)
-            return [row[m].tolist() for row, m in zip(best, mask)]
-        return viterbi(F.log_softmax(logits.float(), dim=-1), mask, *rules)
 
-    def _transition_rules(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-        """(transitions, start, end) scores of the label set's scheme: 0 allowed, -1e4 forbidden."""
-        id2label = self.config.id2label or {}
-        names = [id2label.get(i) for i in range(self.num_labels)]
-        allowed = allowed_transitions(names) if all(isinstance(n, str) for n in names) else None
-        if allowed is None:
-            return None
-        return tuple(torch.tensor(a, device=device).logical_not().float() * -1e4 for a in allowed)
+@torch.no_grad()
+def decode_tags(logits: torch.Tensor, mask: torch.Tensor, id2label: dict[int, str] | None, *,
+                crf: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+                constrained: bool = True) -> list[list[int]]:
+    """Tag ids for the positions where `mask` is True, per row, in order.
+
+    With `crf` (transitions (L, L), start (L,), end (L,)): its Viterbi path. Without: with
+    `constrained` (the default) and a BIO/BIOES label set (`id2label`), the most probable tag
+    sequence that is well formed (no `I-X` after `O` or after another type; BIOES entities
+    closed), i.e. Viterbi over the per-token log-probabilities with forbidden transitions;
+    otherwise the argmax per token. Unconstrained argmax splits an entity wherever one inner
+    token's argmax flips to the wrong prefix, which costs precision most (an `I-X` after `O`
+    counts as a new entity). A function of the logits alone (plus the CRF's scores), so the
+    pipelines decode the same way whatever backend produced the logits."""
+    mask = mask.bool()
+    if crf is not None:
+        return viterbi(logits, mask, *(torch.as_tensor(t, device=logits.device) for t in crf))
+    rules = _transition_rules(id2label, logits.shape[-1], logits.device) if constrained else None
+    if rules is None:
+        best = logits.argmax(-1)  # (B, T)
+        return [row[m].tolist() for row, m in zip(best, mask)]
+    return viterbi(F.log_softmax(logits.float(), dim=-1), mask, *rules)
+
+
+def _transition_rules(id2label: dict[int, str] | None, num_labels: int,
+                      device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """(transitions, start, end) scores of the label set's scheme: 0 allowed, -1e4 forbidden."""
+    id2label = id2label or {}
+    names = [id2label.get(i) for i in range(num_labels)]
+    allowed = allowed_transitions(names) if all(isinstance(n, str) for n in names) else None
+    if allowed is None:
+        return None
+    return tuple(torch.tensor(a, device=device).logical_not().float() * -1e4 for a in allowed)

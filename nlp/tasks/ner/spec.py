@@ -83,5 +83,8 @@ class TokenClassificationSpec(TaskSpec):
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
         return [{"entities": o} for o in pipe([r["text"] for r in records])]
 
+    def empty_prediction(self) -> dict[str, Any]:
+        return {"entities": []}
+
 
 TOKEN_CLASSIFICATION = TokenClassificationSpec()

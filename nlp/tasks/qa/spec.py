@@ -88,5 +88,8 @@ class QuestionAnsweringSpec(TaskSpec):
         out = pipe(question=[r["question"] for r in records], context=[r["context"] for r in records])
         return [{"answer": o} for o in out]
 
+    def empty_prediction(self) -> dict[str, Any]:
+        return {"answer": None}
+
 
 QUESTION_ANSWERING = QuestionAnsweringSpec()

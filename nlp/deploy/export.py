@@ -1,0 +1,331 @@
+"""`nlp export`: a run's (or a model directory's) head model to ONNX, optionally int8.
+
+    result = export_model("runs/ner", "export/ner")                       # fp32
+    result = export_model("runs/ner", "export/ner-int8", quantize="int8")  # int8 weights
+
+The graph comes from `torch.onnx.export(..., dynamo=True)` (torch.export + onnxscript) of a
+small wrapper that returns the task's outputs as plain tensors, with dynamic batch and sequence
+axes. Under torch.export the model traces as plain ATen ops (nlp/models/ernie.py: no oneDNN
+linears, the attention mask always applied, no value checks), so nothing needs switching off.
+
+The export directory holds:
+    model.onnx          the graph with its weights inside (protobuf's 2 GiB limit is far above
+                        every ERNIE 3.0 model up to xbase); a larger model keeps its weights
+                        beside it in model.onnx.data, listed in the manifest
+    config.json         the model's config, with the label names (id2label)
+    tokenizer files     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
+    crf.safetensors     NER with a CRF head: its transition scores (decoding runs outside the graph)
+    recipe.yaml         when exported from a run: the run's recipe (`nlp evaluate` reads its data)
+    manifest.json       task, inputs/outputs with shapes and dtypes, opset, precision, source,
+                        the export check's figures, and the sha256 of every other file
+
+Everything is written to a temporary directory beside the target and renamed into place at the
+end, after the check passed: a failed export leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nlp._common import ConfigError, NlpError
+from nlp.models import PreTrainedEncoder
+from nlp.tasks.backend import TorchBackend
+from nlp.tasks.registry import TASKS, get_task
+from nlp.tokenizer import load_tokenizer
+
+from .backend import DEPLOY_EXTRA, OnnxBackend
+from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
+from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, write_manifest
+from .quantize import QUANTIZE_CHOICES, quantize_int8
+from .task_io import export_io
+
+__all__ = ["ExportError", "ExportResult", "export_model", "locate_model", "task_of", "MIN_OPSET", "max_opset",
+           "MODEL_FILE"]
+
+logger = logging.getLogger(__name__)
+
+MODEL_FILE = "model.onnx"
+MIN_OPSET = 18  # the dynamo exporter (onnxscript's torchlib) writes opset 18 and newer
+_FOLD_LIMIT = 1 << 26  # elements: larger than any weight of the ERNIE family
+_EXTERNAL_DATA_BYTES = 1 << 30  # weights above this go beside the graph (protobuf caps a file at 2 GiB)
+
+
+class ExportError(NlpError, RuntimeError):
+    """The export failed or its output did not match PyTorch's."""
+
+
+def max_opset() -> int:
+    """The newest opset the installed onnx package knows."""
+    import onnx
+
+    return int(onnx.defs.onnx_opset_version())
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    task: str
+    precision: str
+    opset: int
+    source: Path
+    model_bytes: int
+    fp32_bytes: int
+    check: dict[str, Any]
+    seconds: float
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def locate_model(path: str | os.PathLike) -> tuple[Path, str]:
+    """(model directory, "run" | "model") of a run directory (RUN/model) or a model directory."""
+    p = Path(path).expanduser()
+    if (p / "model" / "config.json").is_file():
+        return p / "model", "run"
+    if (p / "config.json").is_file():
+        return p, "model"
+    if not p.exists():
+        raise ConfigError(f"{str(path)!r} does not exist; give a run directory (train.output_dir) or a model directory")
+    raise ConfigError(f"{str(path)!r} holds no model: neither a run directory with model/config.json (a run "
+                      "that has not finished has none yet) nor a model directory with config.json")
+
+
+def task_of(model_dir: Path, task: str | None = None) -> str:
+    """The canonical task: `task` if given (aliases allowed), else from config.json's architectures."""
+    if task is not None:
+        return get_task(task).name
+    import json
+
+    archs = json.loads((model_dir / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+    for arch in archs:
+        for name, spec in TASKS.items():
+            if str(arch).endswith(spec.head.__name__.removeprefix("Ernie")):
+                return name
+    raise ConfigError(f"cannot tell the task of {model_dir}: config.json's architectures {archs} name no task head "
+                      f"({', '.join(TASKS)}); pass --task")
+
+
+class _ExportWrapper(nn.Module):
+    """The head model with the export inputs as positional arguments and its outputs as a tuple
+    of plain tensors (no output dataclass), in the order of the task's export outputs."""
+
+    def __init__(self, model: PreTrainedEncoder, outputs: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model = model
+        self.outputs = outputs
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return tuple(getattr(out, name) for name in self.outputs)
+
+
+def _check_opset(opset: int | None) -> None:
+    if opset is None:
+        return
+    top = max_opset()
+    if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= top:
+        raise ConfigError(f"--opset {opset!r}: the installed exporter writes opsets {MIN_OPSET} to {top} "
+                          f"(torch.onnx dynamo exporter, onnx {__import__('onnx').__version__}); leave it out for "
+                          "the exporter's default")
+
+
+def _write_onnx(model: PreTrainedEncoder, task: str, batch: dict[str, np.ndarray], path: Path,
+                opset: int | None) -> int:
+    """Export `model` to `path`; returns the opset written."""
+    import onnx
+
+    inputs, outputs = export_io(task)
+    wrapper = _ExportWrapper(model, tuple(outputs)).eval()
+    example = tuple(torch.from_numpy(batch[name][:2, :]) for name in inputs)  # batch 2: not specialised to 1
+    dims = {"batch": torch.export.Dim("batch"),
+            "sequence": torch.export.Dim("sequence", max=model.config.max_position_embeddings)}
+    dynamic = {name: {0: dims["batch"], 1: dims["sequence"]} for name in inputs}
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    try:
+        with torch.no_grad(), _quiet_exporter():
+            program = torch.onnx.export(wrapper, example, dynamo=True, input_names=list(inputs),
+                                        output_names=list(outputs), dynamic_shapes=dynamic,
+                                        opset_version=opset, report=False, verbose=False)
+            # Fold what the default limits (8,192 input elements) leave unfolded: slices of a
+            # weight (the pooled-only last layer reads q and k/v rows of its fused qkv) stay
+            # run-time Slices, whose MatMuls the int8 quantizer cannot take (their weight is
+            # not a constant) and which cost a copy per call.
+            import onnxscript
+
+            onnxscript.optimizer.optimize(program.model, input_size_limit=_FOLD_LIMIT, output_size_limit=_FOLD_LIMIT)
+        program.save(str(path), external_data=param_bytes > _EXTERNAL_DATA_BYTES)
+    except ImportError as err:
+        raise ImportError(f"ONNX export needs onnx and onnxscript: {DEPLOY_EXTRA}") from err
+    except Exception as err:  # the exporter's own error classes carry the details
+        raise ExportError(f"torch.onnx.export failed for the {task} model: {type(err).__name__}: "
+                          f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}") from err
+    graph = onnx.load(str(path), load_external_data=False)
+    return next(o.version for o in graph.opset_import if o.domain in ("", "ai.onnx"))
+
+
+@contextlib.contextmanager
+def _quiet_exporter():
+    """The exporter prints progress to stdout, logs every optimisation pass at INFO and warns
+    about optional packages (torchvision); keep that out of the user's terminal (DEBUG log)."""
+    import warnings
+
+    names = ("torch.onnx", "torch.export", "torch._export", "onnxscript", "onnx_ir")
+    levels = {n: logging.getLogger(n).level for n in names}
+    try:
+        for n in names:
+            logging.getLogger(n).setLevel(logging.ERROR)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(_LogWriter()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for n, level in levels.items():
+            logging.getLogger(n).setLevel(level)
+
+
+class _LogWriter:
+    """Where the exporter's prints go: the DEBUG log."""
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            logger.debug(text.rstrip())
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _shapes(task: str, num_labels: int) -> tuple[list[dict], list[dict]]:
+    inputs, outputs = export_io(task)
+    ins = [{"name": n, "dtype": "int64", "shape": ["batch", "sequence"]} for n in inputs]
+    outs = [{"name": n, "dtype": "float32", "shape": [num_labels if a == "num_labels" else a for a in axes]}
+            for n, axes in outputs.items()]
+    return ins, outs
+
+
+def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
+    """Rename `tmp` to `out`; with `force`, an existing `out` is removed only once `tmp` is in place."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    if not force:
+        raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, old / out.name)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize: str | None = None,
+                 opset: int | None = None, task: str | None = None, force: bool = False,
+                 texts: list[str] | None = None) -> ExportResult:
+    """Export the head model of a run or model directory to `out` (see the module docstring).
+
+    Raises ConfigError for bad arguments (before any work), ExportError when the exporter fails
+    or the fp32 model's logits differ from PyTorch's by more than 1e-4 on the check texts."""
+    started = time.perf_counter()
+    out = Path(out).expanduser()
+    if quantize is not None and quantize not in QUANTIZE_CHOICES:
+        raise ConfigError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)} (or leave it out for fp32)")
+    _check_opset(opset)
+    if out.exists() and not force:
+        raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {str(out)!r} is a file; give a directory path")
+    model_dir, kind = locate_model(source)
+    if out.resolve() == model_dir.resolve() or out.resolve() in model_dir.resolve().parents:
+        raise ConfigError(f"--out {str(out)!r} holds the model being exported ({model_dir}); "
+                          "give a directory outside it")
+    task = task_of(model_dir, task)
+    spec = get_task(task)
+    model = spec.head.from_pretrained(model_dir).eval()
+    tokenizer = load_tokenizer(model_dir)
+    max_length = min(tokenizer.model_max_length, model.config.max_position_embeddings, 256)
+    batch = check_batch(task, tokenizer, max_length, texts or check_texts())
+    torch_out = TorchBackend(model)(batch)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would follow DIR; a served export is shared
+    try:
+        fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
+        written_opset = _write_onnx(model, task, batch, fp32_path, opset)
+        fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
+        model.config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        crf_file = None
+        if getattr(model, "crf", None) is not None:
+            from safetensors.numpy import save_file
+
+            crf_file = "crf.safetensors"
+            save_file(dict(TorchBackend(model).crf or {}), str(tmp / crf_file))
+        recipe = None
+        if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
+            recipe = "recipe.yaml"
+            shutil.copyfile(model_dir.parent / "recipe.yaml", tmp / recipe)
+        ins, outs = _shapes(task, model.config.num_labels)
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
+            "precision": "fp32", "opset": written_opset, "inputs": ins, "outputs": outs, "crf": crf_file,
+            "quantization": None,
+            "source": {"path": str(Path(source).expanduser().resolve()), "kind": kind, "recipe": recipe},
+            "versions": _versions(),
+        }
+        fp32_check = _check(tmp, manifest, fp32_path.name, batch, torch_out)
+        if fp32_check.max_abs_diff > FP32_TOLERANCE:
+            raise ExportError(f"the exported model's outputs differ from PyTorch's by {fp32_check.max_abs_diff:.2e} "
+                              f"(> {FP32_TOLERANCE:g}) on {fp32_check.texts} check texts; nothing was written")
+        check = {"fp32": fp32_check.as_dict()}
+        if quantize == "int8":
+            info = quantize_int8(fp32_path, tmp / MODEL_FILE)
+            for p in list(tmp.iterdir()):
+                if p.name.startswith(fp32_path.name):
+                    p.unlink()
+            manifest["precision"] = "int8"
+            manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes}
+            check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
+        manifest["check"] = check
+        manifest = write_manifest(tmp, manifest)
+        model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
+        _replace_dir(tmp, out, force)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ExportResult(out=out, task=task, precision=manifest["precision"], opset=written_opset,
+                        source=model_dir, model_bytes=model_bytes, fp32_bytes=fp32_bytes, check=check,
+                        seconds=time.perf_counter() - started, files=manifest["files"])
+
+
+def _check(directory: Path, manifest: dict[str, Any], model_file: str, batch: dict[str, np.ndarray],
+           expected: dict[str, np.ndarray]):
+    """Run the model file in `directory` on the check batch and compare with PyTorch's outputs."""
+    write_manifest(directory, {**manifest, "model": model_file})  # what OnnxBackend reads
+    try:
+        backend = OnnxBackend(directory, verify=False)
+        return compare_outputs(expected, backend(batch), batch["attention_mask"])
+    finally:
+        (directory / MANIFEST_NAME).unlink(missing_ok=True)
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"torch": torch.__version__}
+    for name in ("nlp-zh", "onnx", "onnxscript", "onnxruntime"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[name] = md.version(name)
+    return out
+
+

@@ -1,0 +1,91 @@
+"""A file of inputs through a pipeline: what `nlp predict` does, for any backend.
+
+Input: a .txt file (one text a line) or .jsonl ({"text": ...[, "text_pair": ...]}; QA:
+{"question": ..., "context": ...}). Output: one result per input line, in order, blank lines
+included (an empty result: no labels, no entities, or a null answer), and each text exactly as
+the line holds it (leading whitespace kept), so entity offsets index the line as given.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nlp._common import ConfigError, DataError
+from nlp.tasks.registry import get_task
+from nlp.tasks.spec import TaskSpec
+
+__all__ = ["read_inputs", "predict_rows"]
+
+
+def _lines(path: Path, encoding: str) -> list[str]:
+    """The file's lines (split at \\n only, a trailing \\r dropped), each decoded on its own so
+    that a decoding error names its line."""
+    data = path.read_bytes()
+    if encoding.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig") and data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    raw = data.split(b"\n")
+    if raw and raw[-1] == b"":
+        raw.pop()
+    lines = []
+    for n, line in enumerate(raw, 1):
+        try:
+            text = line.decode(encoding)
+        except UnicodeDecodeError as err:
+            hint = ""
+            if encoding.lower().startswith("utf"):
+                hint = (" If the file is GBK (common for Chinese text), pass --encoding gbk, or convert it: "
+                        f"iconv -f GBK -t UTF-8 {path} > {path.stem}.utf8{path.suffix}")
+            raise DataError(f"{path}:{n}: not valid {encoding} (byte 0x{line[err.start]:02x} at byte {err.start} "
+                            f"of the line).{hint}") from None
+        except LookupError:
+            raise ConfigError(f"--encoding {encoding!r} is not a known text encoding "
+                              "(e.g. utf-8, gbk, gb18030)") from None
+        lines.append(text[:-1] if text.endswith("\r") else text)
+    return lines
+
+
+def _spec(task: str | TaskSpec) -> TaskSpec:
+    return task if isinstance(task, TaskSpec) else get_task(task)
+
+
+def read_inputs(path: str | Path, task: str | TaskSpec, *, encoding: str = "utf-8") -> list[dict[str, Any] | None]:
+    """One input record per line of the file; None for a blank line."""
+    spec = _spec(task)
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"--input {str(path)!r} does not exist")
+    jsonl = path.suffix.lower() in (".jsonl", ".json")
+    need = spec.input_fields
+    if need != ("text",) and not jsonl:
+        raise DataError(f"{path}: {spec.name} reads .jsonl lines with {' and '.join(need)}")
+    rows: list[dict[str, Any] | None] = []
+    for n, line in enumerate(_lines(path, encoding), 1):
+        if not line.strip():
+            rows.append(None)
+            continue
+        if not jsonl:
+            rows.append({"text": line})
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}:{n}: not a JSON object: {err}") from None
+        if not isinstance(rec, dict) or any(k not in rec for k in need):
+            raise DataError(f"{path}:{n}: expected an object with {', '.join(need)}")
+        for key in (*need, *spec.optional_input_fields):
+            if key in rec and not isinstance(rec[key], str):
+                got = "null" if rec[key] is None else f"a {type(rec[key]).__name__} ({json.dumps(rec[key])[:40]})"
+                raise DataError(f"{path}:{n}: {key!r} is {got}; expected a string")
+        rows.append(rec)
+    return rows
+
+
+def predict_rows(pipe: Any, rows: list[dict[str, Any] | None], task: str | TaskSpec, *,
+                 top_k: int = 1) -> list[dict[str, Any]]:
+    """Each record with the task's result fields added; a blank line (None) gets an empty result."""
+    spec = _spec(task)
+    todo = [r for r in rows if r is not None]
+    results = iter(spec.predict(pipe, todo, top_k=top_k) if todo else [])
+    return [{"text": "", **spec.empty_prediction()} if r is None else {**r, **next(results)} for r in rows]

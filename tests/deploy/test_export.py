@@ -1,0 +1,196 @@
+"""nlp export: ONNX equals PyTorch, the manifest, int8, and bad input (nothing half-written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from nlp._common import ConfigError, DataError, UnknownNameError
+from nlp.deploy import ExportError, OnnxBackend, export_model, read_manifest, verify_files
+from nlp.deploy.check import check_batch, check_texts, compare_outputs
+from nlp.deploy.manifest import sha256_file
+from nlp.tasks.backend import TorchBackend
+from nlp.tasks.registry import get_task
+from nlp.tokenizer import load_tokenizer
+
+from .conftest import NER_LABELS
+
+TASK_OF = {"text-classification": "text-classification", "ner-crf": "token-classification",
+           "question-answering": "question-answering"}
+
+
+def _torch(sources, name):
+    d = sources[name]
+    d = d / "model" if (d / "model").is_dir() else d
+    return TorchBackend(get_task(TASK_OF[name]).head.from_pretrained(d)), load_tokenizer(d)
+
+
+@pytest.mark.parametrize("name", ["text-classification", "ner-crf", "question-answering"])
+def test_fp32_onnx_equals_pytorch_on_real_texts_of_any_batch_and_length(sources, exports, name):
+    ref, tok = _torch(sources, name)
+    onnx = OnnxBackend(exports[name])
+    texts = check_texts(24)
+    assert len({len(t) for t in texts}) > 10  # mixed lengths
+    for batch_texts, max_length in ((texts, 128), (texts[:1], 16), (texts[3:8], 200), (texts[::-1], 512)):
+        batch = check_batch(TASK_OF[name], tok, max_length, batch_texts)
+        want, got = ref(batch), onnx(batch)
+        assert set(got) == set(want)
+        c = compare_outputs(want, got, batch["attention_mask"])
+        assert c.max_abs_diff <= 1e-4 and c.label_agreement == 1.0
+        assert all(v.dtype == np.float32 for v in got.values())
+    # the check the export ran itself
+    assert read_manifest(exports[name])["check"]["fp32"]["max_abs_diff"] <= 1e-4
+
+
+def test_manifest_lists_task_io_opset_precision_source_and_sha256(sources, exports):
+    d = exports["ner-crf"]
+    m = read_manifest(d)
+    assert m["task"] == "token-classification" and m["precision"] == "fp32" and m["model"] == "model.onnx"
+    assert m["opset"] >= 18 and m["quantization"] is None and m["crf"] == "crf.safetensors"
+    assert [i["name"] for i in m["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
+    assert all(i["dtype"] == "int64" and i["shape"] == ["batch", "sequence"] for i in m["inputs"])
+    assert m["outputs"] == [{"name": "logits", "dtype": "float32", "shape": ["batch", "sequence", len(NER_LABELS)]}]
+    assert m["source"] == {"path": str(sources["ner-crf"].resolve()), "kind": "model", "recipe": None}
+    files = {p.name for p in d.iterdir()}
+    assert set(m["files"]) == files - {"manifest.json"}
+    assert {"model.onnx", "config.json", "crf.safetensors", "tokenizer.json", "vocab.txt"} <= files
+    for name, entry in m["files"].items():
+        assert entry["sha256"] == sha256_file(d / name) and entry["bytes"] == (d / name).stat().st_size
+    config = json.loads((d / "config.json").read_text(encoding="utf-8"))
+    assert list(config["id2label"].values()) == NER_LABELS
+    # a run directory: its recipe comes along; QA has two outputs over the sequence
+    clf = read_manifest(exports["text-classification"])
+    assert clf["source"]["kind"] == "run" and clf["source"]["recipe"] == "recipe.yaml"
+    assert clf["outputs"] == [{"name": "logits", "dtype": "float32", "shape": ["batch", 3]}]
+    qa = read_manifest(exports["question-answering"])
+    assert [(o["name"], o["shape"]) for o in qa["outputs"]] == [("start_logits", ["batch", "sequence"]),
+                                                                 ("end_logits", ["batch", "sequence"])]
+
+
+def test_a_changed_file_is_refused(exports, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(exports["text-classification"], copy)
+    verify_files(copy)
+    with open(copy / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("extra\n")
+    with pytest.raises(DataError, match=r"vocab.txt: sha256 .* the manifest says"):
+        OnnxBackend(copy)
+    (copy / "config.json").unlink()
+    with pytest.raises(DataError, match="config.json: listed in manifest.json but missing"):
+        verify_files(copy)
+
+
+def test_int8_is_small_and_agrees_with_pytorch(sources, exports):
+    d = exports["ner-crf-int8"]
+    m = read_manifest(d)
+    assert m["precision"] == "int8" and m["quantization"]["weight_type"] == "int8"
+    size = (d / "model.onnx").stat().st_size
+    assert size < 0.30 * m["quantization"]["fp32_bytes"]
+    assert size < 0.30 * (exports["ner-crf"] / "model.onnx").stat().st_size
+    assert not any(p.name.startswith("fp32") or "matmul" in p.name for p in d.iterdir())
+    # the classifier stays fp32 (a MatMul with a float weight); every other linear is int8
+    import onnx
+
+    graph = onnx.load(str(d / "model.onnx")).graph
+    kept = m["quantization"]["kept_fp32"]["classifier"]
+    floats = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.FLOAT}
+    by_name = {n.name: n for n in graph.node}
+    assert kept and all(by_name[k].op_type == "MatMul" and by_name[k].input[1] in floats for k in kept)
+    assert sum(n.op_type == "MatMulInteger" for n in graph.node) >= 4 * 4  # 4 layers: qkv, out, ffn in/out
+    assert not any(n.op_type == "Gemm" for n in graph.node)
+    agreement = m["check"]["int8"]["label_agreement"]
+    assert 0.9 <= agreement <= 1.0
+    ref, tok = _torch(sources, "ner-crf")
+    batch = check_batch("token-classification", tok, 128)
+    c = compare_outputs(ref(batch), OnnxBackend(d)(batch), batch["attention_mask"])
+    assert c.label_agreement == pytest.approx(agreement) and 0 < c.max_abs_diff < 1.0
+
+
+def _leftovers(parent):
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def test_bad_input_gives_clear_errors_and_writes_nothing(sources, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="holds no model"):
+        export_model(tmp_path / "empty", out)
+    with pytest.raises(ConfigError, match="does not exist"):
+        export_model(tmp_path / "nope", out)
+    run_without_model = tmp_path / "run"
+    (run_without_model / "checkpoints").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="a run that has not finished"):
+        export_model(run_without_model, out)
+    no_weights = tmp_path / "no-weights"
+    no_weights.mkdir()
+    shutil.copy(sources["question-answering"] / "config.json", no_weights)
+    with pytest.raises(ConfigError, match="no weights in"):
+        export_model(no_weights, out)
+    with pytest.raises(UnknownNameError, match="Did you mean 'token-classification'"):
+        export_model(sources["ner-crf"], out, task="token-clasification")
+    masked_lm = tmp_path / "mlm"
+    shutil.copytree(sources["question-answering"], masked_lm)
+    cfg = json.loads((masked_lm / "config.json").read_text())
+    (masked_lm / "config.json").write_text(json.dumps({**cfg, "architectures": ["ErnieForMaskedLM"]}))
+    with pytest.raises(ConfigError, match=r"ErnieForMaskedLM.*name no task head.*pass --task"):
+        export_model(masked_lm, out)
+    for opset in (7, 17, 999):
+        with pytest.raises(ConfigError, match=f"--opset {opset}: the installed exporter writes opsets 18 to"):
+            export_model(sources["ner-crf"], out, opset=opset)
+    with pytest.raises(ConfigError, match="holds the model being exported"):
+        export_model(sources["text-classification"], sources["text-classification"], force=True)
+    with pytest.raises(ConfigError, match="--quantize 'int4'"):
+        export_model(sources["ner-crf"], out, quantize="int4")
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="exists; choose another directory or pass --force"):
+        export_model(sources["ner-crf"], out)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    # an export that fails its check, or fails in the exporter, leaves nothing, and keeps DIR
+    import nlp.deploy.export as ex
+
+    monkeypatch.setattr(ex, "FP32_TOLERANCE", -1.0)
+    with pytest.raises(ExportError, match=r"differ from PyTorch's by .* nothing was written"):
+        export_model(sources["question-answering"], out, force=True)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"] and _leftovers(tmp_path) == []
+    monkeypatch.undo()
+
+    def broken(*a, **k):
+        raise RuntimeError("exporter exploded")
+
+    monkeypatch.setattr(ex.torch.onnx, "export", broken)
+    with pytest.raises(ExportError, match="torch.onnx.export failed for the question-answering model: "
+                                          "RuntimeError: exporter exploded"):
+        export_model(sources["question-answering"], tmp_path / "new")
+    assert not (tmp_path / "new").exists() and _leftovers(tmp_path) == []
+
+
+def test_force_replaces_an_existing_export(sources, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    r = export_model(sources["question-answering"], out, force=True, opset=18)
+    assert r.opset == 18 and read_manifest(out)["opset"] == 18
+    assert not (out / "old.txt").exists() and (out / "model.onnx").is_file() and _leftovers(tmp_path) == []
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # not the temp dir's 0700
+
+
+def test_cli_export_reports_the_check_and_errors_without_traceback(sources, tmp_path, capsys):
+    from nlp.cli import main
+
+    out = tmp_path / "int8"
+    assert main(["export", str(sources["text-classification"]), "--out", str(out), "--quantize", "int8"]) == 0
+    text = capsys.readouterr().out
+    assert "exported text-classification model (int8" in text and "fp32 max |ONNX - PyTorch|" in text
+    assert "predicted labels agree with PyTorch on" in text and "of fp32" in text
+    assert main(["export", str(sources["text-classification"]), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "error: --out" in err and "pass --force" in err and "Traceback" not in err
+    assert main(["export", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "holds no model" in capsys.readouterr().err

@@ -1,0 +1,64 @@
+"""`nlp predict` input files (issue 15 §5): one output per line, lines as given, errors by file:line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nlp._common import ConfigError, DataError
+from nlp.tasks.predict_file import predict_rows, read_inputs
+
+
+def test_blank_lines_are_kept_and_text_is_not_stripped(tmp_path):
+    p = tmp_path / "in.txt"
+    p.write_bytes("\ufeff第一行\n\n  前面有空格\t\r\n   \n最后一行".encode("utf-8"))
+    rows = read_inputs(p, "token-classification")
+    assert rows == [{"text": "第一行"}, None, {"text": "  前面有空格\t"}, None, {"text": "最后一行"}]
+    lines = tmp_path / "lines.txt"
+    lines.write_text("a\u2028b\x1cc\n", encoding="utf-8")  # only \n ends a line
+    assert read_inputs(lines, "text-classification") == [{"text": "a\u2028b\x1cc"}]
+
+
+def test_predict_rows_gives_an_empty_result_for_a_blank_line():
+    calls = []
+
+    def ner(texts):
+        calls.append(texts)
+        return [[{"type": "PER", "text": t.strip()[:1], "start": len(t) - len(t.lstrip()), "end": len(t) - len(t.lstrip()) + 1}]
+                for t in texts]
+
+    out = predict_rows(ner, [{"text": " 张三"}, None, {"text": "李四"}], "token-classification")
+    assert calls == [[" 张三", "李四"]]  # one batched call, blank lines skipped
+    assert out[1] == {"text": "", "entities": []} and out[0]["entities"][0]["start"] == 1
+    qa = predict_rows(lambda question, context: [{"answer": "x"}] * len(question),
+                      [None, {"question": "q", "context": "c"}], "question-answering")
+    assert qa == [{"text": "", "answer": None}, {"question": "q", "context": "c", "answer": {"answer": "x"}}]
+
+
+def test_gbk_file_names_file_and_line_and_can_be_read_with_encoding(tmp_path):
+    p = tmp_path / "gbk.txt"
+    p.write_bytes("好的\n".encode("utf-8") + "这家餐厅很好\n".encode("gbk"))
+    with pytest.raises(DataError, match=rf"{p}:2: not valid utf-8 .*--encoding gbk"):
+        read_inputs(p, "text-classification")
+    q = tmp_path / "all-gbk.txt"
+    q.write_bytes("这家餐厅很好\n\n太难吃了\n".encode("gbk"))
+    assert read_inputs(q, "text-classification", encoding="gbk") == [{"text": "这家餐厅很好"}, None, {"text": "太难吃了"}]
+    with pytest.raises(ConfigError, match="--encoding 'klingon' is not a known text encoding"):
+        read_inputs(q, "text-classification", encoding="klingon")
+
+
+def test_jsonl_null_or_non_string_text_names_file_and_line(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_text(json.dumps({"text": "好"}) + "\n\n" + json.dumps({"text": None}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{p}:3: 'text' is null; expected a string"):
+        read_inputs(p, "text-classification")
+    p.write_text(json.dumps({"text": "好", "text_pair": 5}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{p}:1: 'text_pair' is a int \(5\); expected a string"):
+        read_inputs(p, "text-classification")
+    p.write_text(json.dumps({"question": "谁", "context": ["x"]}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{p}:1: 'context' is a list"):
+        read_inputs(p, "question-answering")
+    p.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{p}:1: not a JSON object"):
+        read_inputs(p, "text-classification")
