@@ -183,8 +183,8 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
         return MODEL_FREE_TASKS[key](**kwargs)
     if model is None:
-        raise ConfigError(f"nlp.pipeline({task!r}) needs model= (a hub name, owner/repo or a local "
-                          f"directory); model-free tasks: {', '.join(MODEL_FREE_TASKS)}")
+        raise TypeError(f"model must be a hub name, an owner/repo id or a local directory for {task!r} "
+                        f"(model-free tasks: {', '.join(MODEL_FREE_TASKS)}); got NoneType None")
     hub_kwargs, kwargs = _split_kwargs(kwargs)
     if isinstance(model, (PreTrainedEncoder, Backend)):
         model_dir: Any = model

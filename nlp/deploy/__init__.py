@@ -13,7 +13,6 @@ it never imports the trainer (serving does not load it).
 from nlp.deploy.backend import OnnxBackend
 from nlp.deploy.export import ExportError, ExportResult, export_model, locate_model
 from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest, verify_files
-from nlp.deploy.task_io import EXPORT_INPUTS, EXPORT_OUTPUTS
 
 __all__ = [
     "export_model",
@@ -25,6 +24,4 @@ __all__ = [
     "read_manifest",
     "verify_files",
     "MANIFEST_NAME",
-    "EXPORT_INPUTS",
-    "EXPORT_OUTPUTS",
 ]

@@ -49,7 +49,6 @@ from .backend import DEPLOY_EXTRA, OnnxBackend
 from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
 from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, write_manifest
 from .quantize import QUANTIZE_CHOICES, quantize_int8
-from .task_io import export_io
 
 __all__ = ["ExportError", "ExportResult", "export_model", "locate_model", "task_of", "MIN_OPSET", "max_opset",
            "MODEL_FILE"]
@@ -145,7 +144,8 @@ def _write_onnx(model: PreTrainedEncoder, task: str, batch: dict[str, np.ndarray
     """Export `model` to `path`; returns the opset written."""
     import onnx
 
-    inputs, outputs = export_io(task)
+    spec = get_task(task)
+    inputs, outputs = spec.export_inputs, spec.export_outputs
     wrapper = _ExportWrapper(model, tuple(outputs)).eval()
     example = tuple(torch.from_numpy(batch[name][:2, :]) for name in inputs)  # batch 2: not specialised to 1
     dims = {"batch": torch.export.Dim("batch"),
@@ -206,7 +206,8 @@ class _LogWriter:
 
 
 def _shapes(task: str, num_labels: int) -> tuple[list[dict], list[dict]]:
-    inputs, outputs = export_io(task)
+    spec = get_task(task)
+    inputs, outputs = spec.export_inputs, spec.export_outputs
     ins = [{"name": n, "dtype": "int64", "shape": ["batch", "sequence"]} for n in inputs]
     outs = [{"name": n, "dtype": "float32", "shape": [num_labels if a == "num_labels" else a for a in axes]}
             for n, axes in outputs.items()]

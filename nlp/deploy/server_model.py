@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,19 +23,19 @@ from typing import Any
 
 import torch
 
-from nlp._common import ConfigError, did_you_mean
+from nlp._common import ConfigError, DataError, NlpError, did_you_mean
+from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
 from nlp.models import cpu_has_fast_bf16, limit_onednn_cache
 from nlp.deploy.server_config import PRECISIONS
 from nlp.tasks.model_dirs import find_model_dir, run_recipe, task_of_model
 from nlp.tasks.pipelines import Pipeline
 from nlp.tasks.registry import TaskSpec, get_task
 
-__all__ = ["ServingModel", "check_servable", "is_export_dir", "load_pipeline_for_serving", "serving_precision"]
+__all__ = ["ServingModel", "check_servable", "load_pipeline_for_serving", "serving_precision"]
 
 logger = logging.getLogger(__name__)
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-EXPORT_MANIFEST = "manifest.json"  # what `nlp export` writes beside the .onnx model
 
 
 @dataclass
@@ -75,14 +74,8 @@ def serving_precision(requested: str, device: torch.device) -> str:
     return requested
 
 
-def is_export_dir(path: str | Path) -> bool:
-    """True for a directory written by `nlp export` (an ONNX model with its manifest)."""
-    path = Path(path).expanduser()
-    return (path / EXPORT_MANIFEST).is_file() and any(path.glob("*.onnx"))
-
-
-def _labels(config: Any, task: str) -> list[str] | None:
-    if task == "question-answering":
+def _labels(config: Any, spec: TaskSpec) -> list[str] | None:
+    if not spec.has_label_set:
         return None
     return [str(config.id2label[i]) for i in sorted(config.id2label)]
 
@@ -92,18 +85,16 @@ def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
     if not path.is_dir():
         raise ConfigError(f"model {str(model_path)!r} is not a directory: give a run directory, a model "
                           "directory (config.json + weights) or an `nlp export` directory")
-    if is_export_dir(path):
+    if (path / MANIFEST_NAME).is_file():  # an export directory, or a damaged one: say which
         try:
-            manifest = json.loads((path / EXPORT_MANIFEST).read_text(encoding="utf-8"))
-            exported = get_task(manifest["task"])
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ConfigError(f"{path / EXPORT_MANIFEST} is not a readable export manifest ({err}); "
-                              "export the model again with `nlp export`") from None
+            exported = get_task(read_manifest(path)["task"])
+        except (DataError, NlpError) as err:
+            raise ConfigError(f"{err}; export the model again with `nlp export`") from None
         if task is not None and get_task(task).name != exported.name:
             raise ConfigError(f"{path} is an export of a {exported.name} model; it cannot serve as {task!r}")
-        if importlib.util.find_spec("nlp.deploy.backend") is None:
-            raise ConfigError(f"{path} is an ONNX export, and this install lacks the onnxruntime backend "
-                              "(nlp.deploy.backend). Serve the run or model directory it was exported from.")
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise ConfigError(f"{path} is an ONNX export, and this install lacks onnxruntime: "
+                              "pip install 'nlp-zh[deploy]', or serve the run or model directory it was exported from.")
         return path, exported
     model_dir = find_model_dir(path)
     return model_dir, get_task(task or task_of_model(model_dir))
@@ -132,7 +123,7 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
     pipe = spec.pipeline(model_dir, device=device, max_length=max_length)
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
-    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec.name),
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec),
                         model=str(model_dir), backend="torch", precision=chosen, device=str(device),
                         max_length=pipe.max_length)
 
@@ -150,6 +141,6 @@ def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_le
     backend = OnnxBackend(path)
     pipe = spec.pipeline(backend, path, max_length=max_length)
     logger.info("loaded %s (%s) on onnxruntime, precision %s", path, spec.name, backend.precision)
-    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec.name), model=str(path),
+    return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec), model=str(path),
                         backend="onnxruntime", precision=backend.precision, device="cpu",
                         max_length=pipe.max_length)
