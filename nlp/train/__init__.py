@@ -12,7 +12,6 @@ docs/training.md for the knobs, the run directory layout and data-parallel launc
 from nlp.train.checkpoint import TrainerState
 from nlp.train.errors import TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction
-from nlp.train.sampling import RandomBatchSampler
 from nlp.train.settings import (
     CheckpointSettings,
     DataSettings,
@@ -46,5 +45,4 @@ __all__ = [
     "TrainerState",
     "TrainingError",
     "TrainingInterrupted",
-    "RandomBatchSampler",
 ]

@@ -495,7 +495,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate,
         compute_metrics=metrics if "dev" in features else None,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
-        lengths=[len(f["input_ids"]) for f in features["train"]],
+        lengths=[len(f["input_ids"]) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
         callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process), *callbacks],
     )
     result = trainer.train()

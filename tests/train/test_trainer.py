@@ -15,7 +15,7 @@ import _toy  # noqa: E402
 from nlp._common import ConfigError  # noqa: E402
 from nlp.train import Trainer, TrainingError, TrainingInterrupted  # noqa: E402
 from nlp.train import checkpoint as ckpt_mod  # noqa: E402
-from nlp.train.sampling import SequentialShardSampler  # noqa: E402
+from nlp.tokenizer.samplers import SequentialShardSampler  # noqa: E402
 
 
 def params(trainer):
