@@ -16,6 +16,7 @@ and logging live in the helpers below it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -46,7 +47,7 @@ from nlp.train.settings import TrainSettings, to_dict
 from nlp.train.signals import stop_on_signals
 from nlp.train.tracking import LogWindow, RunLog, peak_memory_mb, write_plots, write_summary
 
-__all__ = ["Trainer", "TrainResult"]
+__all__ = ["Trainer", "TrainResult", "count_loss_units"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +73,12 @@ class Trainer:
           metric` names the key that picks the best checkpoint ("loss" needs no hook).
       preprocess_logits(outputs, batch) -> tensor | tuple: what to keep of each eval batch,
           one row per example (default: outputs.logits).
-      label_keys: batch keys handed to compute_metrics as label_ids (QA: start/end_positions);
-          the first one present in a batch also counts the units the loss averages over
-          (labels other than -100), which weights each process's loss in data-parallel runs.
+      label_keys: batch keys handed to compute_metrics as label_ids (QA: start/end_positions).
+      loss_units(batch) -> int: how many things the model's mean loss averages over in a
+          batch; data-parallel runs weight each process's loss by its share of them. Default
+          `count_loss_units`: the entries of the first label_keys tensor that are not -100
+          (examples, packed sequences, labelled tokens); a loss averaged per sequence over
+          token labels (a CRF) counts sequences instead: `lambda b: len(b["labels"])`.
       eval_collate_fn: collator for eval/predict when training packs sequences.
       batch_sampler: a ready EpochBatchSampler for THIS process, replacing the one that
           settings.data.batching would build (set_epoch + deterministic order per epoch, the
@@ -103,6 +107,7 @@ class Trainer:
         label_keys: Sequence[str] = ("labels",),
         lengths: Sequence[int] | None = None,
         batch_sampler: EpochBatchSampler | None = None,
+        loss_units: Callable[[Mapping[str, Any]], int | None] | None = None,
         run_files: Sequence[str] = (),
         callbacks: Sequence[Any] = (),
     ) -> None:
@@ -120,6 +125,7 @@ class Trainer:
         self.eval_collate_fn = eval_collate_fn or collate_fn
         self.compute_metrics, self.preprocess_logits = compute_metrics, preprocess_logits
         self.label_keys, self.callbacks = tuple(label_keys), list(callbacks)
+        self.loss_units = loss_units or functools.partial(count_loss_units, label_keys=self.label_keys)
         self.run_files = tuple(run_files)
         self.sampler = batch_sampler or self._build_sampler(lengths)
         if len(self.sampler) == 0:
@@ -246,7 +252,7 @@ class Trainer:
         acc = self.accelerator
         if acc.num_processes == 1:
             return None
-        units = [_loss_units(b, self.label_keys) for b in micro]
+        units = [self.loss_units(b) for b in micro]
         known = [float(u) if u is not None else 0.0 for u in units]
         t = torch.tensor(known + [float(None in units)], dtype=torch.float64, device=acc.device)
         t = acc.reduce(t, "sum")
@@ -705,7 +711,7 @@ def _loss_of(outputs: Any) -> torch.Tensor:
     return loss
 
 
-def _loss_units(batch: Mapping[str, Any], label_keys: Sequence[str]) -> int | None:
+def count_loss_units(batch: Mapping[str, Any], label_keys: Sequence[str] = ("labels",)) -> int | None:
     """How many things the model's mean loss averages over in this batch: the entries of the
     first label tensor that are not -100 (examples, packed sequences, or labelled tokens);
     float targets count every entry. None when the batch has no label tensor."""

@@ -183,6 +183,21 @@ def test_resume_mid_epoch_gives_exact_rest(kind):
     assert len(list(resumed)) == len(resumed)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_position_counts_global_batches_for_any_number_of_processes(kind):
+    """A run saved on 2 processes resumes on 1 at the same global batch (and vice versa)."""
+    two = make(kind, seed=3, num_replicas=2, rank=0)
+    two.set_epoch(1)
+    it = iter(two)
+    for _ in range(5):
+        next(it)
+    one = make(kind, seed=3)
+    one.load_state_dict(two.state_dict())
+    reference = make(kind, seed=3)
+    reference.set_epoch(1)
+    assert list(one) == list(reference)[5:]
+
+
 def test_resume_with_explicit_position_and_epoch_change_resets():
     s = LengthGroupedBatchSampler(LENGTHS, 32)
     full = list(s)
