@@ -10,7 +10,7 @@ docs/training.md for the knobs, the run directory layout and data-parallel launc
 """
 
 from nlp.train.checkpoint import TrainerState
-from nlp.train.errors import TrainingError, TrainingInterrupted
+from nlp.train.errors import CheckpointWriteError, TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction
 from nlp.train.settings import (
     CheckpointSettings,
@@ -45,4 +45,5 @@ __all__ = [
     "TrainerState",
     "TrainingError",
     "TrainingInterrupted",
+    "CheckpointWriteError",
 ]

@@ -10,7 +10,9 @@ Layout of one checkpoint, OUTPUT_DIR/checkpoints/step-00000120/:
 
 Why atomic: everything is written into checkpoints/.tmp-step-00000120 and renamed into place
 only when complete, so a crash (or a second Ctrl-C) while saving leaves the previous
-checkpoints intact and never a half-written one that resume would pick. Everything is read back
+checkpoints intact and never a half-written one that resume would pick. A write that fails
+(disk full, read-only) raises `CheckpointWriteError` on every process, naming the checkpoint,
+the cause and the previous checkpoint that is still there. Everything is read back
 with `torch.load(weights_only=True)`: no arbitrary pickle.
 """
 
