@@ -186,7 +186,10 @@ def test_cli_prints_one_line_without_a_traceback(tmp_path, monkeypatch, capsys):
     from nlp.cli import main
 
     model = Path(__import__("nlp").__file__).parent / "assets" / "ernie-tiny-zh"
-    common = [f"model.name={model}", f"tokenizer.name={model}", "data.max_train_samples=16",
+    common = ["model.name=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+              "model.config.num_hidden_layers=1", "model.config.hidden_size=32",
+              "model.config.num_attention_heads=2", "model.config.intermediate_size=64",
+              f"tokenizer.name={model}", "data.max_length=64", "data.max_train_samples=16",
               "data.max_eval_samples=8", "train.data.batch_size=8", "train.max_steps=4",
               "train.eval.every_steps=null", "train.checkpoint.every_steps=2", "train.log.progress_bar=false",
               "train.log.tensorboard=false", "train.log.plots=false", "train.mixed_precision=no"]
