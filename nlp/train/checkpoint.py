@@ -155,10 +155,8 @@ class CheckpointManager:
             if not self.agree(failure is not None) and self.is_main:
                 failure = self._attempt(self._complete, tmp, final, state, model, optimizer, scheduler, scaler)
             if self.agree(failure is not None):
-                if self.is_main:
-                    shutil.rmtree(tmp, ignore_errors=True)
                 raise self._write_error(final, previous, failure)
-        except BaseException:
+        except BaseException:  # the temp directory goes; earlier checkpoints stay
             if self.is_main:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
