@@ -1,43 +1,61 @@
 """Batch samplers: reproducible, sharded across data-parallel ranks, resumable mid-epoch.
 
-All three samplers plan one epoch as a list of global batches (lists of dataset indices) from
-(seed, epoch) alone, so every rank computes the same plan without communicating, then take
-their share:
+The one sampler family of the toolkit (the trainer builds its training sampler from these).
+Every training sampler plans one epoch as a list of GLOBAL batches from (seed, epoch) alone,
+the same whatever the number of processes, so every rank computes the same plan without
+communicating; then each rank takes its share of every global batch:
 
-* `DistributedBatchSampler`: plain random (or sequential) batches, as paddle.io's namesake.
+* `DistributedBatchSampler`: plain random (or sequential) batches of examples.
 * `LengthGroupedBatchSampler`: batches of similar lengths in shuffled order (little padding).
-* `PackedBatchSampler`: bins of sequences planned by bin packing, for `PackingCollator`.
+* `PackedBatchSampler`: batches of bins planned by bin packing, for `PackingCollator`; a rank's
+  share is a share of the bins (the rows) of the global batch.
 
-Sharding: rank r takes global batches r, r + R, r + 2R, ... (R = num_replicas). When the
-number of batches is not a multiple of R:
-  - drop_last=False: the plan is padded by repeating its first batches (as torch's
-    DistributedSampler repeats samples), so every rank gets ceil(n_batches / R) batches and
-    every index appears at least once; only those repeated batches hold duplicates. With R=1
-    nothing is repeated: every index exactly once.
-  - drop_last=True: the incomplete last batch is dropped, then the trailing batches that do
-    not fill a round of R, so nothing repeats and every rank gets n_batches // R.
+Sharding: `batch_size` (`rows_per_batch` for packing) is global. Rank r of R takes the r-th
+of R contiguous, near-equal slices of each global batch (sizes differ by at most one; with
+`batch_size` divisible by R every full batch splits evenly). So step k sees the same examples
+on 1 or R processes: what lets data-parallel training optimise like one process. Every rank
+yields as many batches as the plan has global batches. A last global batch with fewer items
+than ranks leaves some ranks no item of their own: they repeat one item of that batch (a
+process without data would hang the others). drop_last=True drops a short last global batch.
 
-Resume: `state_dict()` records (epoch, position = batches this rank has yielded in the
-epoch); after `load_state_dict()`, the next iteration yields exactly the remaining batches.
-A DataLoader with workers pulls batches ahead of the training loop, so the trainer should
-pass the number of steps it really finished: `state_dict(position=steps_done_in_epoch)`.
+Resume: a position is a number of global batches (the same on every rank, and valid for any
+number of processes). `state_dict()` records (epoch, position); after `load_state_dict()` the
+next iteration yields the rest of the epoch. A DataLoader with workers pulls batches ahead of
+the training loop, so pass the number of batches really finished:
+`state_dict(position=batches_done)`. `skip_batches` does the same for any batch sampler.
+
+`SequentialShardSampler` is the evaluation order (no shuffling, each rank a stride of the data).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence, Sized
+import itertools
+from typing import Any, Iterator, Protocol, Sequence, Sized
 
 import numpy as np
+import torch
 
 from nlp._common import DataError
 from nlp.tokenizer.collate import _best_fit_decreasing
 
 __all__ = [
+    "EpochBatchSampler",
     "DistributedBatchSampler",
     "LengthGroupedBatchSampler",
     "PackedBatchSampler",
+    "SequentialShardSampler",
     "plan_packing",
+    "skip_batches",
 ]
+
+
+class EpochBatchSampler(Protocol):
+    """What the trainer needs of a batch sampler: index lists for THIS process, in an order
+    that depends on (seed, epoch) only, and the same number of batches on every process."""
+
+    def set_epoch(self, epoch: int) -> None: ...
+    def __iter__(self) -> Iterator[list[int]]: ...
+    def __len__(self) -> int: ...
 
 
 def _rng(seed: int, epoch: int) -> np.random.Generator:
@@ -53,11 +71,21 @@ def _check_lengths(lengths: Sequence[int], who: str, minimum: int = 0) -> list[i
     return out
 
 
-class _ShardedBatchSampler:
-    """Sharding, epochs and resume; subclasses implement `_plan(epoch)` -> global batches."""
+def _share(batch: list[Any], rank: int, num_replicas: int) -> list[Any]:
+    """Rank's contiguous slice of a global batch: near-equal sizes, the larger ones first
+    (numpy.array_split's rule); an empty slice becomes one item of the batch, repeated."""
+    size, extra = divmod(len(batch), num_replicas)
+    start = rank * size + min(rank, extra)
+    mine = batch[start : start + size + (rank < extra)]
+    return mine if mine else [batch[rank % len(batch)]]
 
-    def __init__(self, num_samples: int, *, shuffle: bool, seed: int, num_replicas: int, rank: int,
-                 drop_last: bool) -> None:
+
+class _GlobalBatchSampler:
+    """Epochs, sharding and resume; subclasses implement `_plan(epoch)` -> global batches of
+    items (an item is an index, or a bin of indices for packing; see `_indices`)."""
+
+    def __init__(self, num_samples: int, items_per_batch: int, *, shuffle: bool, seed: int,
+                 num_replicas: int, rank: int, drop_last: bool) -> None:
         who = type(self).__name__
         if num_replicas < 1:
             raise DataError(f"{who}: num_replicas={num_replicas}; use the data-parallel world size (>= 1)")
@@ -66,41 +94,38 @@ class _ShardedBatchSampler:
         if num_samples < 1:
             raise DataError(f"{who}: the dataset is empty; nothing to sample")
         self.num_samples = num_samples
+        self.items_per_batch = int(items_per_batch)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.num_replicas = int(num_replicas)
         self.rank = int(rank)
         self.drop_last = bool(drop_last)
         self.epoch = 0
-        self._position = 0  # batches of this epoch already yielded on this rank
+        self._position = 0  # global batches of this epoch already yielded
         self._resume_from = 0  # set by load_state_dict; the next iteration starts there
-        self._cached: tuple[int, list[list[int]]] | None = None
+        self._cached: tuple[int, list[list[Any]]] | None = None
 
     # subclasses -----------------------------------------------------------------------------
-    def _plan(self, epoch: int) -> list[list[int]]:
+    def _plan(self, epoch: int) -> list[list[Any]]:
         raise NotImplementedError
 
-    def _is_incomplete(self, batch: list[int]) -> bool:
-        """Whether drop_last should drop this (last) batch."""
-        raise NotImplementedError
+    def _indices(self, items: list[Any]) -> list[int]:
+        """Dataset indices of a rank's share (items are indices unless a subclass says not)."""
+        return [int(i) for i in items]
 
     # shared ---------------------------------------------------------------------------------
-    def _global_batches(self, epoch: int) -> list[list[int]]:
-        if self._cached is None or self._cached[0] != epoch:
-            self._cached = (epoch, self._plan(epoch))
-        return self._cached[1]
+    def global_batches(self, epoch: int | None = None) -> list[list[int]]:
+        """The epoch's global batches as index lists (what one process would take), after
+        drop_last: the plan every rank shares."""
+        return [self._indices(b) for b in self._kept_plan(self.epoch if epoch is None else epoch)]
 
-    def _rank_batches(self, epoch: int) -> list[list[int]]:
-        batches = list(self._global_batches(epoch))
-        R = self.num_replicas
-        if self.drop_last:
-            if batches and self._is_incomplete(batches[-1]):
-                batches.pop()
-            batches = batches[: len(batches) // R * R]
-        elif len(batches) % R:
-            missing = R - len(batches) % R
-            batches += [batches[i % len(batches)] for i in range(missing)]
-        return batches[self.rank :: R]
+    def _kept_plan(self, epoch: int) -> list[list[Any]]:
+        if self._cached is None or self._cached[0] != epoch:
+            plan = self._plan(epoch)
+            if self.drop_last and plan and len(plan[-1]) < self.items_per_batch:
+                plan = plan[:-1]
+            self._cached = (epoch, plan)
+        return self._cached[1]
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch's plan (call before each epoch, as with DistributedSampler)."""
@@ -109,24 +134,26 @@ class _ShardedBatchSampler:
         self.epoch = int(epoch)
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = self._rank_batches(self.epoch)
+        plan = self._kept_plan(self.epoch)
         start, self._resume_from = self._resume_from, 0
         self._position = start
-        for k in range(start, len(batches)):
+        for k in range(start, len(plan)):
             self._position = k + 1
-            yield list(batches[k])
+            yield self._indices(_share(plan[k], self.rank, self.num_replicas))
 
     def __len__(self) -> int:
-        """Batches per rank in a full epoch (after a resume, iteration yields the rest only)."""
-        return len(self._rank_batches(self.epoch))
+        """Batches per rank in a full epoch (= global batches; after a resume, iteration
+        yields the rest only)."""
+        return len(self._kept_plan(self.epoch))
 
     def _fingerprint(self) -> dict[str, Any]:
-        return {"num_samples": self.num_samples, "seed": self.seed, "num_replicas": self.num_replicas,
-                "rank": self.rank, "shuffle": self.shuffle, "drop_last": self.drop_last}
+        # Not the rank nor the number of processes: a position counts global batches.
+        return {"num_samples": self.num_samples, "seed": self.seed, "shuffle": self.shuffle,
+                "drop_last": self.drop_last}
 
     def state_dict(self, position: int | None = None) -> dict[str, Any]:
-        """Where this rank is: epoch and batches done. Pass `position` = steps the loop finished
-        when a DataLoader prefetches (its sampler runs ahead of training)."""
+        """Where the run is: epoch and global batches done. Pass `position` = batches the loop
+        finished when a DataLoader prefetches (its sampler runs ahead of training)."""
         pos = self._position if position is None else int(position)
         return {"epoch": self.epoch, "position": pos, **self._fingerprint()}
 
@@ -143,7 +170,7 @@ class _ShardedBatchSampler:
             )
         self.epoch = int(state["epoch"])
         pos = int(state["position"])
-        n = len(self._rank_batches(self.epoch))
+        n = len(self._kept_plan(self.epoch))
         if not 0 <= pos <= n:
             raise DataError(f"{who}: saved position {pos} is outside 0..{n} for epoch {self.epoch}")
         self._position = self._resume_from = pos
@@ -153,10 +180,12 @@ def _num_samples(data: int | Sized) -> int:
     return int(data) if isinstance(data, int) else len(data)
 
 
-class DistributedBatchSampler(_ShardedBatchSampler):
-    """Random (shuffle=True) or in-order batches of `batch_size`, sharded and resumable.
+class DistributedBatchSampler(_GlobalBatchSampler):
+    """Random (shuffle=True) or in-order global batches of `batch_size`, sharded and resumable.
 
     `data` is the dataset (anything with len()) or its size. Use shuffle=False for evaluation.
+    The order is torch.randperm seeded with seed * 1_000_003 + epoch (the trainer's "dynamic"
+    batching has always drawn it so).
     """
 
     def __init__(self, data: int | Sized, batch_size: int, *, shuffle: bool = True, seed: int = 0,
@@ -164,29 +193,30 @@ class DistributedBatchSampler(_ShardedBatchSampler):
         if batch_size < 1:
             raise DataError(f"{type(self).__name__}: batch_size={batch_size}; use a positive int")
         self.batch_size = int(batch_size)
-        super().__init__(_num_samples(data), shuffle=shuffle, seed=seed, num_replicas=num_replicas,
-                         rank=rank, drop_last=drop_last)
+        super().__init__(_num_samples(data), batch_size, shuffle=shuffle, seed=seed,
+                         num_replicas=num_replicas, rank=rank, drop_last=drop_last)
 
     def _plan(self, epoch: int) -> list[list[int]]:
-        order = _rng(self.seed, epoch).permutation(self.num_samples) if self.shuffle else np.arange(self.num_samples)
-        order = order.tolist()
+        if self.shuffle:
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+            order = torch.randperm(self.num_samples, generator=g).tolist()
+        else:
+            order = list(range(self.num_samples))
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-
-    def _is_incomplete(self, batch: list[int]) -> bool:
-        return len(batch) < self.batch_size
 
     def _fingerprint(self) -> dict[str, Any]:
         return {**super()._fingerprint(), "batch_size": self.batch_size}
 
 
-class LengthGroupedBatchSampler(_ShardedBatchSampler):
-    """Batches of similar lengths, in shuffled order.
+class LengthGroupedBatchSampler(_GlobalBatchSampler):
+    """Global batches of similar lengths, in shuffled order.
 
     Per epoch: shuffle the indices, cut them into mega-batches of `mega_batch_mult *
     batch_size`, sort each mega-batch by length (longest first), cut it into batches, then
     shuffle the batches. A larger mega_batch_mult means less padding and less randomness
-    (transformers' `get_length_grouped_indices` uses 50). The `num_replicas` batches with the
-    longest sequences go first, so an out-of-memory shows at step 0, not hours later.
+    (transformers' `get_length_grouped_indices` uses 50). The batch with the longest sequence
+    goes first, so an out-of-memory shows at step 0, not hours later. A rank's share of a
+    batch is a contiguous run of it, so it holds similar lengths too.
     shuffle=False sorts the whole dataset by length (for evaluation).
     """
 
@@ -201,8 +231,8 @@ class LengthGroupedBatchSampler(_ShardedBatchSampler):
         self.lengths = _check_lengths(lengths, who)
         self.batch_size = int(batch_size)
         self.mega_batch_mult = int(mega_batch_mult)
-        super().__init__(len(self.lengths), shuffle=shuffle, seed=seed, num_replicas=num_replicas,
-                         rank=rank, drop_last=drop_last)
+        super().__init__(len(self.lengths), batch_size, shuffle=shuffle, seed=seed,
+                         num_replicas=num_replicas, rank=rank, drop_last=drop_last)
 
     def _plan(self, epoch: int) -> list[list[int]]:
         lengths, bs = self.lengths, self.batch_size
@@ -218,16 +248,12 @@ class LengthGroupedBatchSampler(_ShardedBatchSampler):
             batches += [chunk[i : i + bs] for i in range(0, len(chunk), bs)]
         last = batches.pop() if len(batches[-1]) < bs else None
         batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
-        # the longest batches first (one per rank), for an early out-of-memory
-        first = sorted(range(len(batches)), key=lambda b: -lengths[batches[b][0]])[: self.num_replicas]
-        chosen = set(first)
-        batches = [batches[b] for b in first] + [b for k, b in enumerate(batches) if k not in chosen]
+        if batches:  # the longest batch first, for an early out-of-memory
+            first = min(range(len(batches)), key=lambda b: -lengths[batches[b][0]])
+            batches.insert(0, batches.pop(first))
         if last is not None:
             batches.append(last)  # the short batch stays last, where drop_last finds it
         return batches
-
-    def _is_incomplete(self, batch: list[int]) -> bool:
-        return len(batch) < self.batch_size
 
     def _fingerprint(self) -> dict[str, Any]:
         return {**super()._fingerprint(), "batch_size": self.batch_size, "mega_batch_mult": self.mega_batch_mult}
@@ -262,13 +288,14 @@ def plan_packing(lengths: Sequence[int], max_length: int, *, seed: int | None = 
     return [bins[b] for b in rng.permutation(len(bins)).tolist()]
 
 
-class PackedBatchSampler(_ShardedBatchSampler):
-    """Batches of `rows_per_batch` packed bins, for `PackingCollator`.
+class PackedBatchSampler(_GlobalBatchSampler):
+    """Global batches of `rows_per_batch` packed bins, for `PackingCollator`.
 
-    Each yielded batch is the concatenation of its bins' indices, bin after bin; a
-    `PackingCollator` with the default strategy="next_fit" and the same max_length packs it
-    into at most rows_per_batch rows (as many as the bins, or fewer). Bins are re-planned each
-    epoch from (seed, epoch) when shuffle=True; drop_last drops a last batch of fewer bins.
+    Each rank's share is a run of the global batch's bins (rows_per_batch / R of them); it
+    yields their indices, bin after bin, and a `PackingCollator` with the default
+    strategy="next_fit" and the same max_length packs them into at most that many rows.
+    Bins are re-planned each epoch from (seed, epoch) when shuffle=True; drop_last drops a
+    last global batch of fewer bins.
     """
 
     def __init__(self, lengths: Sequence[int], max_length: int, rows_per_batch: int, *, shuffle: bool = True,
@@ -281,20 +308,64 @@ class PackedBatchSampler(_ShardedBatchSampler):
         self.max_length = int(max_length)
         self.rows_per_batch = int(rows_per_batch)
         self.truncate = bool(truncate)
-        self._short_last = False  # whether the cached plan's last batch has fewer bins
-        super().__init__(len(self.lengths), shuffle=shuffle, seed=seed, num_replicas=num_replicas,
-                         rank=rank, drop_last=drop_last)
+        super().__init__(len(self.lengths), rows_per_batch, shuffle=shuffle, seed=seed,
+                         num_replicas=num_replicas, rank=rank, drop_last=drop_last)
 
-    def _plan(self, epoch: int) -> list[list[int]]:
+    def _plan(self, epoch: int) -> list[list[list[int]]]:
         bins = plan_packing(self.lengths, self.max_length, seed=self.seed if self.shuffle else None,
                             epoch=epoch, truncate=self.truncate)
         r = self.rows_per_batch
-        groups = [bins[i : i + r] for i in range(0, len(bins), r)]
-        self._short_last = len(groups[-1]) < r
-        return [[i for b in g for i in b] for g in groups]
+        return [bins[i : i + r] for i in range(0, len(bins), r)]
 
-    def _is_incomplete(self, batch: list[int]) -> bool:
-        return self._short_last
+    def _indices(self, items: list[list[int]]) -> list[int]:
+        return [int(i) for b in items for i in b]
 
     def _fingerprint(self) -> dict[str, Any]:
         return {**super()._fingerprint(), "max_length": self.max_length, "rows_per_batch": self.rows_per_batch}
+
+
+class SequentialShardSampler:
+    """Evaluation order: examples strided over processes (rank r gets examples r, r+W, r+2W, ...),
+    in batches of consecutive indices; with `lengths`, each rank's share is sorted longest first
+    so that a batch holds examples of similar length (little padding: about half the compute of
+    dataset order on review-like data). The caller puts predictions back in dataset order."""
+
+    def __init__(self, num_examples: int, batch_size: int, *, num_replicas: int = 1, rank: int = 0,
+                 lengths: Sequence[int] | None = None):
+        self.indices = list(range(rank, num_examples, num_replicas))
+        if lengths is not None:
+            if len(lengths) != num_examples:
+                raise DataError(f"SequentialShardSampler: got {len(lengths)} lengths for {num_examples} examples")
+            self.indices.sort(key=lambda i: -lengths[i])  # stable: ties keep dataset order
+        self.batch_size = batch_size
+
+    def set_epoch(self, epoch: int) -> None:  # order never changes
+        pass
+
+    def __len__(self) -> int:
+        return -(-len(self.indices) // self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for i in range(0, len(self.indices), self.batch_size):
+            yield self.indices[i : i + self.batch_size]
+
+
+class skip_batches:
+    """Wrap any batch sampler so that its next iteration drops the first `n` batches.
+
+    Used once, for the epoch a run resumes in (n = global batches done: with the samplers
+    above, the same on every rank); later epochs iterate the wrapped sampler whole.
+    """
+
+    def __init__(self, sampler: EpochBatchSampler, n: int) -> None:
+        self.sampler, self.n = sampler, n
+
+    def set_epoch(self, epoch: int) -> None:
+        self.sampler.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return max(0, len(self.sampler) - self.n)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        n, self.n = self.n, 0
+        return itertools.islice(iter(self.sampler), n, None)

@@ -11,9 +11,8 @@ docs/training.md for the knobs, the run directory layout and data-parallel launc
 """
 
 from nlp.train.checkpoint import TrainerState
-from nlp.train.errors import TrainingError, TrainingInterrupted
+from nlp.train.errors import CheckpointWriteError, TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction
-from nlp.train.sampling import RandomBatchSampler
 from nlp.train.schema import apply_overrides, from_dict, parse_overrides, to_dict
 from nlp.train.settings import (
     CheckpointSettings,
@@ -44,5 +43,5 @@ __all__ = [
     "TrainerState",
     "TrainingError",
     "TrainingInterrupted",
-    "RandomBatchSampler",
+    "CheckpointWriteError",
 ]

@@ -10,7 +10,9 @@ Layout of one checkpoint, OUTPUT_DIR/checkpoints/step-00000120/:
 
 Why atomic: everything is written into checkpoints/.tmp-step-00000120 and renamed into place
 only when complete, so a crash (or a second Ctrl-C) while saving leaves the previous
-checkpoints intact and never a half-written one that resume would pick. Everything is read back
+checkpoints intact and never a half-written one that resume would pick. A write that fails
+(disk full, read-only) raises `CheckpointWriteError` on every process, naming the checkpoint,
+the cause and the previous checkpoint that is still there. Everything is read back
 with `torch.load(weights_only=True)`: no arbitrary pickle.
 """
 
@@ -31,6 +33,8 @@ import safetensors.torch
 import torch
 
 from nlp._common import ConfigError, atomic_write
+from nlp.train.errors import CheckpointWriteError
+from nlp.train.run_dir import describe_os_error
 
 __all__ = ["TrainerState", "CheckpointManager", "capture_rng", "restore_rng"]
 
@@ -56,6 +60,7 @@ class TrainerState:
     train_seconds: float = 0.0  # wall time spent in earlier sessions of this run
     world_size: int = 1
     log_history_step: int = 0  # last step written to metrics.jsonl
+    log_window: dict[str, Any] = field(default_factory=dict)  # the log's running sums (tracking.LogWindow)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -105,11 +110,15 @@ class CheckpointManager:
     """Save / find / load / rotate the checkpoints of one run directory.
 
     In data-parallel runs every process calls `save` (each writes its own RNG state); the
-    main process writes the rest and renames. `barrier` is the accelerator's wait_for_everyone.
+    main process writes the rest and renames. `barrier` is the accelerator's wait_for_everyone;
+    `agree(flag)` is true on every process when it is true on any (default: one process), so
+    that a failed write stops every process, not only the one that failed.
     """
 
-    def __init__(self, root: Path, *, is_main: bool, rank: int, barrier: Callable[[], None]):
+    def __init__(self, root: Path, *, is_main: bool, rank: int, barrier: Callable[[], None],
+                 agree: Callable[[bool], bool] | None = None):
         self.root, self.is_main, self.rank, self.barrier = Path(root), is_main, rank, barrier
+        self.agree = agree or (lambda flag: flag)
 
     def list(self) -> list[Path]:
         """Complete checkpoints, oldest first."""
@@ -138,28 +147,63 @@ class CheckpointManager:
     ) -> Path:
         final = self.root / f"step-{state.step:08d}"
         tmp = self.root / f".tmp-{final.name}"
-        if self.is_main:
-            if tmp.exists():  # left by a crash in an earlier session
-                shutil.rmtree(tmp)
-            tmp.mkdir(parents=True)
-        self.barrier()
+        previous = self.latest()
         try:
-            torch.save(capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
-            self.barrier()
-            if self.is_main:
-                self._write_main_files(tmp, state, model, optimizer, scheduler, scaler)
-                if final.exists():  # the same step saved again (e.g. eval, then interrupt)
-                    shutil.rmtree(final)
-                os.replace(tmp, final)
-                _fsync_dir(self.root)
-                self._rotate(keep_last, state.best_checkpoint, final.name)
-        except BaseException:
+            failure = self._attempt(self._prepare, tmp) if self.is_main else None
+            if not self.agree(failure is not None):
+                failure = self._attempt(torch.save, capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
+            if not self.agree(failure is not None) and self.is_main:
+                failure = self._attempt(self._complete, tmp, final, state, model, optimizer, scheduler, scaler)
+            if self.agree(failure is not None):
+                raise self._write_error(final, previous, failure)
+        except BaseException:  # the temp directory goes; earlier checkpoints stay
             if self.is_main:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
+        self._rotate_if_main(keep_last, state.best_checkpoint, final.name)
         self.barrier()
         logger.info("saved checkpoint %s", final)
         return final
+
+    @staticmethod
+    def _attempt(fn: Callable[..., Any], *args: Any) -> BaseException | None:
+        """Run a write; return the error of a failed one (disk full, read-only, ...)."""
+        try:
+            fn(*args)
+        except (OSError, RuntimeError) as err:  # torch.save reports a failed write as RuntimeError
+            return err
+        return None
+
+    def _prepare(self, tmp: Path) -> None:
+        if tmp.exists():  # left by a crash in an earlier session
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+
+    def _complete(self, tmp: Path, final: Path, state, model, optimizer, scheduler, scaler) -> None:
+        self._write_main_files(tmp, state, model, optimizer, scheduler, scaler)
+        if final.exists():  # the same step saved again (e.g. eval, then interrupt)
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _fsync_dir(self.root)
+
+    def _rotate_if_main(self, keep_last: int, best: str | None, newest: str) -> None:
+        if self.is_main:
+            self._rotate(keep_last, best, newest)
+
+    def _write_error(self, final: Path, previous: Path | None, failure: BaseException | None) -> CheckpointWriteError:
+        if failure is None:
+            cause = "another process could not write its part"
+        elif isinstance(failure, OSError):
+            cause = describe_os_error(failure)
+        else:
+            cause = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
+        kept = (f"the previous checkpoint {previous} is intact; run the same command again to continue "
+                "from it" if previous is not None else
+                "there is no earlier checkpoint; run the same command again to start over")
+        err = CheckpointWriteError(f"could not write checkpoint {final}: {cause}. Nothing was lost: {kept} "
+                                   "once the cause (e.g. a full disk) is fixed.")
+        err.__cause__ = failure
+        return err
 
     def _write_main_files(self, tmp, state, model, optimizer, scheduler, scaler) -> None:
         # save_model (not save_file) de-duplicates tied weights, e.g. MLM decoder/embeddings.

@@ -6,11 +6,16 @@ from pathlib import Path
 
 from nlp._common import NlpError
 
-__all__ = ["TrainingError", "TrainingInterrupted"]
+__all__ = ["CheckpointWriteError", "TrainingError", "TrainingInterrupted"]
 
 
 class TrainingError(NlpError, RuntimeError):
     """The run cannot go on (e.g. the loss stayed NaN/inf for too many steps in a row)."""
+
+
+class CheckpointWriteError(TrainingError, OSError):
+    """A checkpoint could not be written (disk full, read-only, ...); the earlier checkpoints
+    are intact, and the same command continues from the last one once the cause is fixed."""
 
 
 class TrainingInterrupted(NlpError, RuntimeError):

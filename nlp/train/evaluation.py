@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from nlp.train.sampling import SequentialShardSampler
+from nlp.tokenizer.samplers import SequentialShardSampler
 
 __all__ = ["EvalPrediction", "default_preprocess", "predict_loop"]
 

@@ -43,10 +43,10 @@ from nlp.tokenizer.masking import (
     jieba_word_ids,
     pack_rows,
 )
+from nlp.tokenizer.samplers import DistributedBatchSampler
 from nlp.train.corpus import CORPUS_SOURCES, build_corpus, write_lines
 from nlp.train.evaluation import EvalPrediction
 from nlp.train.recipe import ModelSection, TokenizerTraining, check_model_section
-from nlp.train.sampling import RandomBatchSampler
 from nlp.train.schema import Problem, Settings, build, format_problems, read_yaml, to_dict
 from nlp.train.settings import TrainSettings
 from nlp.train.trainer import Trainer, TrainResult
@@ -198,7 +198,7 @@ class _MaskEpochSampler:
     """The trainer's batch sampler, which also tells the collator the epoch: masks are drawn
     from (seed, epoch, row), so a new epoch masks anew and a resumed one masks the same."""
 
-    def __init__(self, inner: RandomBatchSampler, collator: WholeWordMaskCollator) -> None:
+    def __init__(self, inner: DistributedBatchSampler, collator: WholeWordMaskCollator) -> None:
         self.inner, self.collator = inner, collator
 
     def set_epoch(self, epoch: int) -> None:
@@ -212,25 +212,23 @@ class _MaskEpochSampler:
         return len(self.inner)
 
 
-class _PretrainTrainer(Trainer):
-    """The engine, plus the run's own files (tokenizer/, recipe.yaml) written once the engine
-    has accepted the output directory (it refuses a non-empty one without checkpoints)."""
+class _WriteRunFiles:
+    """Writes the run's own files (tokenizer/, recipe.yaml) once the engine has accepted the
+    output directory (it refuses a non-empty one without checkpoints): the on_train_start hook."""
 
-    def __init__(self, files: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._run_files = files
+    def __init__(self, files: dict[str, Any]) -> None:
+        self.files = files
 
-    def _start(self) -> Any:
-        state = super()._start()
-        if self.accelerator.is_main_process:
-            for name, value in self._run_files.items():
-                path = self.output_dir / name
-                if isinstance(value, str):
-                    with atomic_write(path, "w", encoding="utf-8") as f:
-                        f.write(value)
-                elif not (path / "tokenizer_config.json").is_file():
-                    value.save_pretrained(path)
-        return state
+    def on_train_start(self, trainer: Trainer, state: Any) -> None:
+        if not trainer.accelerator.is_main_process:
+            return
+        for name, value in self.files.items():
+            path = trainer.output_dir / name
+            if isinstance(value, str):
+                with atomic_write(path, "w", encoding="utf-8") as f:
+                    f.write(value)
+            elif not (path / "tokenizer_config.json").is_file():
+                value.save_pretrained(path)
 
 
 class _Subset:
@@ -375,9 +373,9 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
 
     state = PartialState()
     sampler = _MaskEpochSampler(
-        RandomBatchSampler(len(train_set), s.data.batch_size // state.num_processes * state.num_processes,
-                           shuffle=s.data.shuffle, seed=s.seed, num_replicas=state.num_processes,
-                           rank=state.process_index, drop_last=s.data.drop_last),
+        DistributedBatchSampler(len(train_set), s.data.batch_size // state.num_processes * state.num_processes,
+                                shuffle=s.data.shuffle, seed=s.seed, num_replicas=state.num_processes,
+                                rank=state.process_index, drop_last=s.data.drop_last),
         collate,
     )
     torch.manual_seed(s.seed)  # the same initial weights for the same seed (a resume loads its own)
@@ -386,11 +384,12 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
     logger.info("model: %s parameters, config %s", f"{parameters:,}", model.config.to_dict())
     files = {"tokenizer": tok, "recipe.yaml": yaml.safe_dump(to_dict(recipe), allow_unicode=True,
                                                           sort_keys=False)}
-    trainer = _PretrainTrainer(files, model, s, train_dataset=train_set, collate_fn=collate, eval_dataset=eval_set,
+    trainer = Trainer(model, s, train_dataset=train_set, collate_fn=collate, eval_dataset=eval_set,
                       eval_collate_fn=eval_collate,
                       compute_metrics=_mlm_accuracy if eval_set is not None else None,
                       preprocess_logits=_labelled_predictions,
-                      batch_sampler=sampler, callbacks=callbacks)
+                      batch_sampler=sampler, run_files=list(files),
+                      callbacks=[_WriteRunFiles(files), *callbacks])
     result = trainer.train()
     if state.is_main_process:
         tok.save_pretrained(result.model_dir)

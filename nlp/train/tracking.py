@@ -12,6 +12,8 @@ import logging
 import math
 import resource
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from tqdm.auto import tqdm
 
 from nlp._common import atomic_write
 
-__all__ = ["RunLog", "write_plots", "peak_memory_mb"]
+__all__ = ["LogWindow", "RunLog", "write_plots", "peak_memory_mb"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,36 @@ def peak_memory_mb(device: torch.device) -> float:
         return torch.cuda.max_memory_allocated(device) / 2**20
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
+
+
+@dataclass
+class LogWindow:
+    """What the training log has summed since its last record (one record every
+    log.every_steps steps averages the window). Checkpoints keep it (`to_state`), so that the
+    first record after a resume averages the same steps as in an unbroken run."""
+
+    loss_sum: float = 0.0  # over the steps whose loss was finite
+    loss_steps: int = 0
+    tokens: int = 0
+    earlier_seconds: float = 0.0  # time the window ran in an earlier session of the run
+    started: float = field(default_factory=time.perf_counter)
+
+    def add(self, loss: float, tokens: int) -> None:
+        if math.isfinite(loss):
+            self.loss_sum, self.loss_steps = self.loss_sum + loss, self.loss_steps + 1
+        self.tokens += tokens
+
+    def seconds(self) -> float:
+        return self.earlier_seconds + time.perf_counter() - self.started
+
+    def to_state(self, seconds: float | None = None) -> dict[str, Any]:
+        return {"loss_sum": self.loss_sum, "loss_steps": self.loss_steps, "tokens": self.tokens,
+                "seconds": self.seconds() if seconds is None else seconds}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "LogWindow":
+        return cls(float(state.get("loss_sum", 0.0)), int(state.get("loss_steps", 0)),
+                   int(state.get("tokens", 0)), float(state.get("seconds", 0.0)))
 
 
 class RunLog:

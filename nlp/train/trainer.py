@@ -16,6 +16,7 @@ and logging live in the helpers below it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -28,18 +29,25 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
 
-from nlp._common import ConfigError, atomic_write, did_you_mean
+from nlp._common import ConfigError, did_you_mean
+from nlp.tokenizer.samplers import (
+    DistributedBatchSampler,
+    EpochBatchSampler,
+    LengthGroupedBatchSampler,
+    PackedBatchSampler,
+    skip_batches,
+)
 from nlp.train.checkpoint import CheckpointManager, TrainerState, restore_rng
 from nlp.train.errors import TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction, default_preprocess, predict_loop
 from nlp.train.optim import build_optimizer, build_scheduler
 from nlp.train.precision import check_distributed_backend, limit_onednn_cache, resolve_mixed_precision
-from nlp.train.sampling import EpochBatchSampler, RandomBatchSampler, skip_batches
+from nlp.train.run_dir import check_output_dir, claim_output_dir, leftovers_of_a_dead_run
 from nlp.train.settings import TrainSettings, to_dict
 from nlp.train.signals import stop_on_signals
-from nlp.train.tracking import RunLog, peak_memory_mb, write_plots, write_summary
+from nlp.train.tracking import LogWindow, RunLog, peak_memory_mb, write_plots, write_summary
 
-__all__ = ["Trainer", "TrainResult"]
+__all__ = ["Trainer", "TrainResult", "count_loss_units"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +74,26 @@ class Trainer:
       preprocess_logits(outputs, batch) -> tensor | tuple: what to keep of each eval batch,
           one row per example (default: outputs.logits).
       label_keys: batch keys handed to compute_metrics as label_ids (QA: start/end_positions).
+      loss_units(batch) -> int: how many things the model's mean loss averages over in a
+          batch; data-parallel runs weight each process's loss by its share of them. Default
+          `count_loss_units`: the entries of the first label_keys tensor that are not -100
+          (examples, packed sequences, labelled tokens); a loss averaged per sequence over
+          token labels (a CRF) counts sequences instead: `lambda b: len(b["labels"])`.
       eval_collate_fn: collator for eval/predict when training packs sequences.
       batch_sampler: a ready EpochBatchSampler for THIS process, replacing the one that
-          settings.data.batching would build (set_epoch + deterministic order per epoch).
-      callbacks: objects with any of on_step_end(trainer, state), on_evaluate(trainer,
-          state, metrics), on_train_end(trainer, state); `trainer.request_stop()` from a
-          callback stops like SIGTERM. on_train_end runs once the final model (the best
-          checkpoint's, with load_best_at_end) is exported and every process still takes part:
-          the place for a last `trainer.evaluate(dataset)` (the same evaluation as in training).
+          settings.data.batching would build (set_epoch + deterministic order per epoch, the
+          same number of batches on every process).
+      run_files: names of the files and directories the caller itself writes into
+          output_dir (e.g. "recipe.yaml", "tokenizer"): with the engine's own files they are
+          what a run that died before its first checkpoint leaves, and such a directory is
+          started again instead of refused.
+      callbacks: objects with any of on_train_start(trainer, state) (the output directory is
+          taken, fresh or resumed; before the first step), on_step_end(trainer, state),
+          on_evaluate(trainer, state, metrics), on_train_end(trainer, state);
+          `trainer.request_stop()` from a callback stops like SIGTERM. on_train_end runs once
+          the final model (the best checkpoint's, with load_best_at_end) is exported and every
+          process still takes part: the place for a last `trainer.evaluate(dataset)` (the same
+          evaluation as in training).
     """
 
     def __init__(
@@ -90,84 +110,50 @@ class Trainer:
         label_keys: Sequence[str] = ("labels",),
         lengths: Sequence[int] | None = None,
         batch_sampler: EpochBatchSampler | None = None,
+        loss_units: Callable[[Mapping[str, Any]], int | None] | None = None,
+        run_files: Sequence[str] = (),
         callbacks: Sequence[Any] = (),
     ) -> None:
-        s = self.settings = settings
-        if s.eval.metric != "loss" and compute_metrics is None and eval_dataset is not None:
-            raise ConfigError(
-                f"eval.metric={s.eval.metric!r} needs a compute_metrics function; without one "
-                "only eval.metric=loss is available"
-            )
-        use_cuda = torch.cuda.is_available() and not s.cpu
-        check_distributed_backend(use_cuda)
-        _fresh_accelerator_state()
-        precision = resolve_mixed_precision(s.mixed_precision, use_cuda=use_cuda)
-        if precision == "bf16" and not use_cuda:
-            limit_onednn_cache()
-        self.accelerator = Accelerator(
-            mixed_precision=precision,
-            cpu=not use_cuda,
-            # Accumulation is done by the loop itself (no_sync + loss / n), not by accelerate's
-            # step counter: the last, shorter group of an epoch is then weighted right, and
-            # every checkpoint falls on an optimizer-step boundary for exact resume.
-            gradient_accumulation_steps=1,
-            log_with="tensorboard" if s.log.tensorboard else None,
-            project_dir=s.output_dir,
-            step_scheduler_with_optimizer=False,
-        )
-        acc = self.accelerator
-        if acc.distributed_type.name in ("FSDP", "DEEPSPEED"):
-            # Checkpoints here save one full state dict from the main process; sharded
-            # optimizer/parameter states need accelerator.save_state, not wired in yet.
-            raise ConfigError(
-                f"{acc.distributed_type.name} is not supported by nlp.train's checkpoints yet; "
-                "use plain data-parallel (accelerate launch --multi_gpu, see docs/training.md)"
-            )
-        if s.data.batch_size % acc.num_processes:
-            raise ConfigError(
-                f"data.batch_size={s.data.batch_size} is the global batch and must be divisible "
-                f"by the {acc.num_processes} processes; try "
-                f"{s.data.batch_size // acc.num_processes * acc.num_processes or acc.num_processes}"
-            )
-        if s.gradient_checkpointing:
-            if not hasattr(model, "gradient_checkpointing_enable"):
-                raise ConfigError(
-                    f"gradient_checkpointing=true, but {type(model).__name__} has no "
-                    "gradient_checkpointing_enable(); set gradient_checkpointing=false"
-                )
-            model.gradient_checkpointing_enable()
+        self.settings = settings
+        _check_metric_hook(settings, compute_metrics, eval_dataset)
+        self.output_dir = Path(settings.output_dir)
+        check_output_dir(self.output_dir)
+        self.accelerator = _make_accelerator(settings)
+        _check_global_batch(settings, self.accelerator.num_processes)
+        if settings.gradient_checkpointing:
+            _enable_gradient_checkpointing(model)
         self.model = model
         self.train_dataset, self.collate_fn = train_dataset, collate_fn
         self.eval_dataset = eval_dataset
         self.eval_collate_fn = eval_collate_fn or collate_fn
         self.compute_metrics, self.preprocess_logits = compute_metrics, preprocess_logits
         self.label_keys, self.callbacks = tuple(label_keys), list(callbacks)
+        self.loss_units = loss_units or functools.partial(count_loss_units, label_keys=self.label_keys)
+        self.run_files = tuple(run_files)
         self.sampler = batch_sampler or self._build_sampler(lengths)
         if len(self.sampler) == 0:
             raise ConfigError(
                 f"the training set ({len(train_dataset)} examples) gives no batch of "
-                f"data.batch_size={s.data.batch_size} (data.drop_last={s.data.drop_last})"
+                f"data.batch_size={settings.data.batch_size} (data.drop_last={settings.data.drop_last})"
             )
-        self.steps_per_epoch = math.ceil(len(self.sampler) / s.grad_accum_steps)
-        self.total_steps = s.max_steps or math.ceil(s.epochs * self.steps_per_epoch)
-        optimizer = build_optimizer(model, s.optim)
-        self.scheduler = build_scheduler(optimizer, s.schedule, self.total_steps)
-        self._model, self.optimizer = acc.prepare(model, optimizer)
-        self.output_dir = Path(s.output_dir)
+        self._set_up_optimization(model)
         self.checkpoints = CheckpointManager(
             self.output_dir / "checkpoints",
-            is_main=acc.is_main_process,
-            rank=acc.process_index,
-            barrier=acc.wait_for_everyone,
+            is_main=self.accelerator.is_main_process,
+            rank=self.accelerator.process_index,
+            barrier=self.accelerator.wait_for_everyone,
+            agree=self._agree,
         )
         self._stop_signal: int | None = None
         self._stop_requested = False
+        self._window = LogWindow()  # what the training log has summed since its last record
+        self._last_saved_step = -1
 
     # ------------------------------------------------------------------ the loop
 
     def train(self) -> TrainResult:
-        s, acc = self.settings, self.accelerator
-        state = self._start()
+        state = self._begin()
+        self._run_callbacks("on_train_start", state)
         log = self._open_log(state)
         started, session_tokens = time.perf_counter(), 0
         status = "finished"
@@ -178,25 +164,25 @@ class Trainer:
                     state.step += 1
                     state.batches_in_epoch += n_micro
                     session_tokens += tokens
-                    self._log_step(log, state, loss, grad_norm, tokens, started)
+                    self._log_step(log, state, loss, grad_norm, tokens)
                     epoch_end = state.batches_in_epoch >= len(self.sampler)
                     if self._eval_due(state, epoch_end):  # evaluates, then saves a checkpoint
-                        if self._evaluate_and_track(log, state):
+                        if self._evaluate_and_track(log, state, started, session_tokens):
                             status = "early_stopping"
                     elif self._checkpoint_due(state, epoch_end):
                         self._save(state)
                     self._run_callbacks("on_step_end", state)
-                    if self._should_stop(state):
-                        self._interrupt(state, log, started, session_tokens)
+                    if self._should_stop():
+                        self._interrupt(state, started, session_tokens)
                     if state.step >= self.total_steps or status != "finished":
                         break
                 else:  # the epoch ran out: the next one starts at its first batch
                     state.epoch, state.batches_in_epoch = state.epoch + 1, 0
-            return self._finish(state, status, log, started, session_tokens)
+            return self._finish(state, status, started, session_tokens)
 
     def _epoch_steps(self, state: TrainerState) -> Iterator[tuple[int, Iterator[dict]]]:
         """Yield (number of micro-batches, their iterator) per optimizer step of this epoch,
-        starting at the saved position inside it."""
+        starting at the saved position inside it (a number of global batches)."""
         self.sampler.set_epoch(state.epoch)
         sampler = skip_batches(self.sampler, state.batches_in_epoch) if state.batches_in_epoch else self.sampler
         loader = torch.utils.data.DataLoader(
@@ -221,11 +207,15 @@ class Trainer:
         not finite (then the gradients are dropped). Returns (loss, tokens, grad norm)."""
         acc, model = self.accelerator, self._model
         model.train()
+        micro = list(batches)
+        weights = self._loss_weights(micro)
         total, tokens = torch.zeros((), device=acc.device), 0
-        for i, batch in enumerate(batches):
+        for i, batch in enumerate(micro):
             # Gradients are all-reduced only on the last micro-batch of the step.
             with acc.no_sync(model) if i < n - 1 else contextlib.nullcontext():
                 loss = _loss_of(model(**batch))
+                if weights is not None:
+                    loss = loss * weights[i]
                 acc.backward(loss / n)
             total += loss.detach().float()
             tokens += _count_tokens(batch)
@@ -253,6 +243,26 @@ class Trainer:
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return loss.item(), tokens, grad_norm
+
+    def _loss_weights(self, micro: list[Mapping[str, Any]]) -> list[float] | None:
+        """Per micro-batch: the number of processes times this process's share of the global
+        micro-batch's loss units (None with one process: nothing to weight).
+
+        The model's loss is a mean over this process's units (examples, or labelled tokens);
+        data-parallel averages the gradients over processes. Weighted so, the average is the
+        mean over the global batch: what one process computes on it, even when the processes
+        hold different numbers of labelled tokens or packed sequences."""
+        acc = self.accelerator
+        if acc.num_processes == 1:
+            return None
+        units = [self.loss_units(b) for b in micro]
+        known = [float(u) if u is not None else 0.0 for u in units]
+        t = torch.tensor(known + [float(None in units)], dtype=torch.float64, device=acc.device)
+        t = acc.reduce(t, "sum")
+        *global_units, unknown = t.tolist()
+        if unknown:  # no label tensor to count: each process's mean counts the same
+            return [1.0] * len(micro)
+        return [acc.num_processes * u / g if g else 1.0 for u, g in zip(known, global_units)]
 
     # ------------------------------------------------------------------ evaluate / predict
 
@@ -307,68 +317,78 @@ class Trainer:
     # ------------------------------------------------------------------ set-up
 
     def _build_sampler(self, lengths: Sequence[int] | None) -> EpochBatchSampler:
+        """settings.data.batching's sampler: global batches of data.batch_size planned from
+        (seed, epoch), this process taking its share of each (nlp.tokenizer.samplers)."""
         s, acc = self.settings, self.accelerator
-        if s.data.batching in ("length_grouped", "packed"):
-            # The tokenizer layer's samplers: deterministic per (seed, epoch), sharded by rank,
-            # batch_size per process. The trainer resumes them by skipping finished batches.
-            from nlp.tokenizer.samplers import LengthGroupedBatchSampler, PackedBatchSampler
-
+        common = dict(shuffle=s.data.shuffle, seed=s.seed, num_replicas=acc.num_processes,
+                      rank=acc.process_index, drop_last=s.data.drop_last)
+        if s.data.batching == "dynamic":
+            sampler: EpochBatchSampler = DistributedBatchSampler(len(self.train_dataset), s.data.batch_size, **common)
+        else:
             if lengths is None:
                 lengths = [len(ex["input_ids"]) for ex in self.train_dataset]
-            common = dict(shuffle=s.data.shuffle, seed=s.seed, num_replicas=acc.num_processes,
-                          rank=acc.process_index, drop_last=s.data.drop_last)
-            per_process = s.data.batch_size // acc.num_processes
             if s.data.batching == "packed":  # the task layer passes a PackingCollator
-                return PackedBatchSampler(lengths, s.data.pack_max_length, per_process, **common)
-            return LengthGroupedBatchSampler(lengths, per_process, **common)
-        return RandomBatchSampler(
-            len(self.train_dataset),
-            s.data.batch_size,
-            shuffle=s.data.shuffle,
-            seed=s.seed,
-            num_replicas=acc.num_processes,
-            rank=acc.process_index,
-            drop_last=s.data.drop_last,
-        )
+                sampler = PackedBatchSampler(lengths, s.data.pack_max_length, s.data.batch_size, **common)
+            else:
+                sampler = LengthGroupedBatchSampler(lengths, s.data.batch_size, **common)
+        return sampler
 
-    def _start(self) -> TrainerState:
+    def _set_up_optimization(self, model: torch.nn.Module) -> None:
+        """Steps, optimizer and schedule; the model and optimizer wrapped by accelerate."""
+        s = self.settings
+        self.steps_per_epoch = math.ceil(len(self.sampler) / s.grad_accum_steps)
+        self.total_steps = s.max_steps or math.ceil(s.epochs * self.steps_per_epoch)
+        optimizer = build_optimizer(model, s.optim)
+        self.scheduler = build_scheduler(optimizer, s.schedule, self.total_steps)
+        self._model, self.optimizer = self.accelerator.prepare(model, optimizer)
+
+    def _begin(self) -> TrainerState:
         """Apply the output-directory policy: resume its last checkpoint, or start fresh in an
-        empty/new directory, or refuse — never overwrite a run silently."""
+        empty/new directory (or one that a run died in before its first checkpoint), or
+        refuse: never overwrite a run silently. Then seed (or restore) the RNGs."""
         s, acc = self.settings, self.accelerator
         resume_from = self._resume_target()
         acc.wait_for_everyone()  # every process decides before the main one writes anything
         state = TrainerState(world_size=acc.num_processes)
         if resume_from is None:
             set_seed(s.seed)
+            refused = None
             if acc.is_main_process:
-                self.output_dir.mkdir(parents=True, exist_ok=True)
-                with atomic_write(self.output_dir / "settings.json", "w", encoding="utf-8") as f:
-                    json.dump(to_dict(s), f, indent=2, ensure_ascii=False)
-            acc.wait_for_everyone()
+                try:
+                    claim_output_dir(self.output_dir, to_dict(s))
+                except ConfigError as err:
+                    refused = err
+            if self._agree(refused is not None):  # every process stops, not only the main one
+                raise refused or ConfigError(f"the main process could not take output_dir {self.output_dir}")
         else:
-            self._warn_changed_settings()
-            state, rng = self.checkpoints.load(
-                resume_from,
-                model=self.accelerator.unwrap_model(self._model),
-                optimizer=self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer,
-                scheduler=self.scheduler,
-                scaler=acc.scaler,
-            )
-            if state.world_size != acc.num_processes or rng is None:
-                logger.warning(
-                    "resuming a run saved with %d processes on %d: the data order is kept, but "
-                    "dropout masks will differ from an unbroken run",
-                    state.world_size, acc.num_processes,
-                )
-                set_seed(s.seed + state.step)
-            else:
-                restore_rng(rng)
-            state.world_size = acc.num_processes
-            logger.info("resumed from %s at step %d (epoch %d)", resume_from, state.step, state.epoch)
+            state = self._resume(resume_from)
         if s.log.tensorboard:
             acc.init_trackers("tensorboard", config=_flat_hparams(to_dict(s)))
         self._last_saved_step = state.step if resume_from is not None else -1
-        self._last_log = (time.perf_counter(), 0, 0.0, 0)  # time, tokens, loss sum, steps
+        self._window = LogWindow.from_state(state.log_window if acc.is_main_process else {})
+        return state
+
+    def _resume(self, checkpoint: Path) -> TrainerState:
+        s, acc = self.settings, self.accelerator
+        self._warn_changed_settings()
+        state, rng = self.checkpoints.load(
+            checkpoint,
+            model=acc.unwrap_model(self._model),
+            optimizer=self._bare_optimizer(),
+            scheduler=self.scheduler,
+            scaler=acc.scaler,
+        )
+        if state.world_size != acc.num_processes or rng is None:
+            logger.warning(
+                "resuming a run saved with %d processes on %d: the data order is kept, but "
+                "dropout masks will differ from an unbroken run",
+                state.world_size, acc.num_processes,
+            )
+            set_seed(s.seed + state.step)
+        else:
+            restore_rng(rng)
+        state.world_size = acc.num_processes
+        logger.info("resumed from %s at step %d (epoch %d)", checkpoint, state.step, state.epoch)
         return state
 
     def _resume_target(self) -> Path | None:
@@ -391,10 +411,17 @@ class Trainer:
             return latest
         if s.resume == "must":
             raise ConfigError(f"resume=must, but output_dir {out} has no checkpoint to resume")
-        if out.exists() and any(out.iterdir()):
-            raise ConfigError(
-                f"output_dir {out} is not empty and holds no checkpoint to resume; refusing to "
-                "overwrite it. Pick another output_dir, or delete this one."
+        if out.is_dir() and any(out.iterdir()):
+            leftovers, foreign = leftovers_of_a_dead_run(out, self.run_files)
+            if foreign:
+                raise ConfigError(
+                    f"output_dir {out} is not empty and holds no checkpoint to resume (it holds "
+                    f"{', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); refusing to "
+                    "overwrite it. Pick another output_dir, or delete this one."
+                )
+            logger.warning(
+                "output_dir %s holds only what a run left before its first checkpoint (%s); "
+                "starting that run again", out, ", ".join(leftovers),
             )
         return None
 
@@ -427,6 +454,9 @@ class Trainer:
         device = self.accelerator.device
         return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
+    def _bare_optimizer(self) -> torch.optim.Optimizer:
+        return self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
+
     def _agree(self, flag: bool) -> bool:
         """True on every process when `flag` is true on any (a skipped step or a stop request
         must happen everywhere, or data-parallel processes would wait on each other forever)."""
@@ -435,21 +465,19 @@ class Trainer:
         t = torch.tensor([float(flag)], device=self.accelerator.device)
         return bool(self.accelerator.reduce(t, "sum").item() > 0)
 
+    def _sum_over_processes(self, values: list[float]) -> list[float]:
+        if self.accelerator.num_processes == 1:
+            return values
+        t = torch.tensor(values, device=self.accelerator.device, dtype=torch.float64)
+        return self.accelerator.reduce(t, "sum").tolist()
+
     def _log_step(self, log: RunLog, state: TrainerState, loss: float, grad_norm: float | None,
-                  tokens: int, started: float) -> None:
-        t0, tok0, loss_sum, n = self._last_log
-        if math.isfinite(loss):
-            loss_sum, n = loss_sum + loss, n + 1
-        tok0 += tokens
-        self._last_log = (t0, tok0, loss_sum, n)
+                  tokens: int) -> None:
+        w = self._window
+        w.add(loss, tokens)
         if state.step % self.settings.log.every_steps and state.step != self.total_steps:
             return
-        acc = self.accelerator
-        stats = torch.tensor([loss_sum, float(n), float(tok0)], device=acc.device, dtype=torch.float64)
-        if acc.num_processes > 1:
-            stats = acc.reduce(stats, "sum")
-        loss_sum, n, tok = stats.tolist()
-        now = time.perf_counter()
+        loss_sum, n, tok = self._sum_over_processes([w.loss_sum, float(w.loss_steps), float(w.tokens)])
         state.tokens_seen += int(tok)
         record = {
             "type": "train",
@@ -458,12 +486,12 @@ class Trainer:
             "loss": loss_sum / n if n else float("nan"),
             "lr": self.scheduler.get_last_lr()[0],
             "grad_norm": grad_norm,
-            "tokens_per_s": tok / max(now - t0, 1e-9),
+            "tokens_per_s": tok / max(w.seconds(), 1e-9),
         }
         log.write(record)
         log.progress(state.step, loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.2e}",
                      tok_s=f"{record['tokens_per_s']:.0f}")
-        self._last_log = (now, 0, 0.0, 0)
+        self._window = LogWindow()
 
     def _eval_due(self, state: TrainerState, epoch_end: bool) -> bool:
         e = self.settings.eval
@@ -476,7 +504,7 @@ class Trainer:
         every = self.settings.checkpoint.every_steps
         return bool(epoch_end or (every and state.step % every == 0))
 
-    def _evaluate_and_track(self, log: RunLog, state: TrainerState) -> bool:
+    def _evaluate_and_track(self, log: RunLog, state: TrainerState, started: float, tokens: int) -> bool:
         """Evaluate, update the best metric, save a checkpoint; True when early stopping hits."""
         e = self.settings.eval
         metrics = self.evaluate()
@@ -489,6 +517,13 @@ class Trainer:
         log.write({"type": "eval", "step": state.step, "epoch": state.epoch,
                    **{f"eval_{k}": v for k, v in metrics.items()}})
         logger.info("step %d eval: %s", state.step, ", ".join(f"{k}={v:.5g}" for k, v in metrics.items()))
+        if not math.isfinite(value):
+            self._write_report(state, "failed", started, tokens)
+            raise TrainingError(
+                f"the evaluation at step {state.step} gave {e.metric}={value}: the model no longer "
+                "computes finite outputs (diverged). Lower optim.lr, set optim.max_grad_norm, or "
+                "check the data; the run is not resumable from here (delete output_dir or pick another)"
+            )
         better = state.best_metric is None or (
             value > state.best_metric if e.higher_is_better else value < state.best_metric
         )
@@ -508,10 +543,13 @@ class Trainer:
 
     def _save(self, state: TrainerState) -> Path:
         acc = self.accelerator
+        w = self._window
+        loss_sum, n, tok = self._sum_over_processes([w.loss_sum, float(w.loss_steps), float(w.tokens)])
+        state.log_window = LogWindow(loss_sum, int(n), int(tok)).to_state(w.seconds())
         path = self.checkpoints.save(
             state,
             model=acc.unwrap_model(self._model),
-            optimizer=self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer,
+            optimizer=self._bare_optimizer(),
             scheduler=self.scheduler,
             scaler=acc.scaler,
             keep_last=self.settings.checkpoint.keep_last,
@@ -523,10 +561,10 @@ class Trainer:
         self._stop_signal = signum
         self._stop_requested = True
 
-    def _should_stop(self, state: TrainerState) -> bool:
+    def _should_stop(self) -> bool:
         return self._agree(self._stop_requested)
 
-    def _interrupt(self, state: TrainerState, log: RunLog, started: float, tokens: int) -> None:
+    def _interrupt(self, state: TrainerState, started: float, tokens: int) -> None:
         path = self._save(state) if self._last_saved_step != state.step else self.checkpoints.latest()
         self._write_report(state, "interrupted", started, tokens)
         self.accelerator.end_training()
@@ -538,7 +576,7 @@ class Trainer:
             signum=self._stop_signal,
         )
 
-    def _finish(self, state: TrainerState, status: str, log: RunLog, started: float, tokens: int) -> TrainResult:
+    def _finish(self, state: TrainerState, status: str, started: float, tokens: int) -> TrainResult:
         if self._last_saved_step != state.step:
             self._save(state)
         best = self.output_dir / "checkpoints" / state.best_checkpoint if state.best_checkpoint else None
@@ -547,6 +585,14 @@ class Trainer:
 
             safetensors.torch.load_model(self.accelerator.unwrap_model(self._model), str(best / "model.safetensors"))
             logger.info("loaded the best model (step %d) from %s", state.best_step, best)
+        broken = _nonfinite_parameters(self.accelerator.unwrap_model(self._model))
+        if broken:
+            self._write_report(state, "failed", started, tokens)
+            raise TrainingError(
+                f"after {state.step} steps the model's parameters hold NaN/inf ({', '.join(broken[:3])}"
+                f"{', ...' if len(broken) > 3 else ''}): training diverged. Lower optim.lr, set "
+                "optim.max_grad_norm, or check the data"
+            )
         model_dir = self.save_model(self.output_dir / "model")
         summary = self._write_report(state, status, started, tokens)
         self._run_callbacks("on_train_end", state)
@@ -583,6 +629,65 @@ class Trainer:
                 fn(self, *args)
 
 
+# ---------------------------------------------------------------------- set-up helpers
+
+
+def _check_metric_hook(s: TrainSettings, compute_metrics: ComputeMetrics | None, eval_dataset: Any) -> None:
+    if s.eval.metric != "loss" and compute_metrics is None and eval_dataset is not None:
+        raise ConfigError(
+            f"eval.metric={s.eval.metric!r} needs a compute_metrics function; without one "
+            "only eval.metric=loss is available"
+        )
+
+
+def _make_accelerator(s: TrainSettings) -> Accelerator:
+    """The Accelerator for these settings: device, mixed precision, trackers; plain
+    data-parallel only."""
+    use_cuda = torch.cuda.is_available() and not s.cpu
+    check_distributed_backend(use_cuda)
+    _fresh_accelerator_state()
+    precision = resolve_mixed_precision(s.mixed_precision, use_cuda=use_cuda)
+    if precision == "bf16" and not use_cuda:
+        limit_onednn_cache()
+    acc = Accelerator(
+        mixed_precision=precision,
+        cpu=not use_cuda,
+        # Accumulation is done by the loop itself (no_sync + loss / n), not by accelerate's
+        # step counter: the last, shorter group of an epoch is then weighted right, and
+        # every checkpoint falls on an optimizer-step boundary for exact resume.
+        gradient_accumulation_steps=1,
+        log_with="tensorboard" if s.log.tensorboard else None,
+        project_dir=s.output_dir,
+        step_scheduler_with_optimizer=False,
+    )
+    if acc.distributed_type.name in ("FSDP", "DEEPSPEED"):
+        # Checkpoints here save one full state dict from the main process; sharded
+        # optimizer/parameter states need accelerator.save_state, not wired in yet.
+        raise ConfigError(
+            f"{acc.distributed_type.name} is not supported by nlp.train's checkpoints yet; "
+            "use plain data-parallel (accelerate launch --multi_gpu, see docs/training.md)"
+        )
+    return acc
+
+
+def _check_global_batch(s: TrainSettings, processes: int) -> None:
+    if s.data.batch_size % processes:
+        raise ConfigError(
+            f"data.batch_size={s.data.batch_size} is the global batch and must be divisible "
+            f"by the {processes} processes; try "
+            f"{s.data.batch_size // processes * processes or processes}"
+        )
+
+
+def _enable_gradient_checkpointing(model: torch.nn.Module) -> None:
+    if not hasattr(model, "gradient_checkpointing_enable"):
+        raise ConfigError(
+            f"gradient_checkpointing=true, but {type(model).__name__} has no "
+            "gradient_checkpointing_enable(); set gradient_checkpointing=false"
+        )
+    model.gradient_checkpointing_enable()
+
+
 def _fresh_accelerator_state() -> None:
     """Forget the settings of an earlier Trainer in this process.
 
@@ -597,6 +702,9 @@ def _fresh_accelerator_state() -> None:
         GradientState._reset_state()
 
 
+# ---------------------------------------------------------------------- batch helpers
+
+
 def _loss_of(outputs: Any) -> torch.Tensor:
     loss = outputs.get("loss") if isinstance(outputs, Mapping) else getattr(outputs, "loss", None)
     if loss is None:
@@ -607,6 +715,17 @@ def _loss_of(outputs: Any) -> torch.Tensor:
     return loss
 
 
+def count_loss_units(batch: Mapping[str, Any], label_keys: Sequence[str] = ("labels",)) -> int | None:
+    """How many things the model's mean loss averages over in this batch: the entries of the
+    first label tensor that are not -100 (examples, packed sequences, or labelled tokens);
+    float targets count every entry. None when the batch has no label tensor."""
+    for key in label_keys:
+        labels = batch.get(key)
+        if torch.is_tensor(labels):
+            return labels.numel() if labels.is_floating_point() else int(labels.ne(-100).sum())
+    return None
+
+
 def _count_tokens(batch: Mapping[str, Any]) -> int:
     """Real (non-padding) tokens: what tokens/s should count."""
     mask = batch.get("attention_mask")
@@ -614,6 +733,10 @@ def _count_tokens(batch: Mapping[str, Any]) -> int:
         return int(mask.sum())
     ids = batch.get("input_ids")
     return int(ids.numel()) if torch.is_tensor(ids) else 0
+
+
+def _nonfinite_parameters(model: torch.nn.Module) -> list[str]:
+    return [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
 
 
 def _flat_hparams(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -94,3 +94,25 @@ def test_two_cpu_processes_match_one_process_with_the_same_global_batch(tmp_path
 def _toy_init():
     torch.manual_seed(0)
     return _toy.ToyClassifier(dropout=0.0).state_dict()
+
+
+def test_kill_9_before_the_first_checkpoint_then_the_same_command_starts_over(tmp_path):
+    """SIGKILL leaves no checkpoint, only the run's settings and log: running the same command
+    again trains from scratch (with a warning) instead of refusing the directory."""
+    out, marker = tmp_path / "run", tmp_path / "marker"
+    cmd = [sys.executable, str(HERE / "_toy.py"), str(out), "--epochs", "1", "--no-eval",
+           "--sleep", "0.2", "--marker", str(marker), "--marker-step", "2"]
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the training subprocess never reached step 2"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert (out / "settings.json").is_file() and not list(out.glob("checkpoints/step-*"))
+    again = subprocess.run([c for c in cmd if c not in ("--marker", str(marker))], env=_env(),
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "before its first checkpoint" in again.stderr
+    assert sorted(_toy.losses(out)) == [1, 2, 3, 4, 5, 6]

@@ -15,7 +15,7 @@ import _toy  # noqa: E402
 from nlp._common import ConfigError  # noqa: E402
 from nlp.train import Trainer, TrainingError, TrainingInterrupted  # noqa: E402
 from nlp.train import checkpoint as ckpt_mod  # noqa: E402
-from nlp.train.sampling import SequentialShardSampler  # noqa: E402
+from nlp.tokenizer.samplers import SequentialShardSampler  # noqa: E402
 
 
 def params(trainer):
@@ -240,3 +240,15 @@ def test_bad_engine_inputs_are_clear(tmp_path):
     assert t.model.checkpointing
     with pytest.raises(TrainingError, match="eval.metric='f1' is not among .*accuracy"):
         t.train()
+
+
+def test_loss_units_count_what_the_mean_loss_averages_over():
+    from nlp.train.trainer import count_loss_units
+
+    assert count_loss_units({"labels": torch.tensor([1, 0, 2])}) == 3  # examples
+    tokens = torch.tensor([[-100, 3, 4, -100], [-100, 1, -100, -100]])
+    assert count_loss_units({"labels": tokens}) == 3  # labelled tokens (NER, MLM)
+    assert count_loss_units({"labels": torch.zeros(2, 5)}) == 10  # multi-label / regression targets
+    qa = {"start_positions": torch.tensor([4, 0]), "end_positions": torch.tensor([6, 0])}
+    assert count_loss_units(qa, ("start_positions", "end_positions")) == 2
+    assert count_loss_units({"input_ids": torch.ones(2, 3)}) is None  # nothing to count: equal weights
