@@ -98,6 +98,12 @@ class TaskSpec:
             return {}
         return {"id2label": dict(enumerate(label_names)), "label2id": {n: i for i, n in enumerate(label_names)}}
 
+    def loss_units(self, model: Any) -> Callable[[Any], int] | None:
+        """How many things `model`'s mean loss averages over in a batch, for weighting each
+        process's loss in data-parallel training (the Trainer's `loss_units`); None: the
+        Trainer's default, the label entries that are not -100."""
+        return None
+
     def check_head(self, config: Any, label_names: list[str] | None) -> None:
         """Refuse a pretrained head trained for other labels (ConfigError with the fix).
         Default: a head named LABEL_0.. (transformers' placeholder names) or without names fits."""

@@ -394,6 +394,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[len(f["input_ids"]) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
+        loss_units=spec.loss_units(model),
         callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process),
                    final, *callbacks],
     )

@@ -116,3 +116,17 @@ def test_the_problem_type_is_decided_from_the_data_not_from_the_first_batch():
     assert head.config.problem_type is None and torch.isfinite(out.loss)
     built = ErnieForSequenceClassification(tiny_config(50, **spec.head_config(["x", "y"], multi)))
     assert built.config.problem_type == "multi_label_classification" and built.config.num_labels == 2
+
+
+def test_a_crf_head_weights_data_parallel_losses_by_sequences_not_tokens():
+    """A CRF's loss is a mean over sequences: the spec tells the Trainer to count sequences
+    (each process's share of them weights its loss); a softmax head keeps the default (labelled
+    tokens), and so does every other task."""
+    from nlp.tasks.ner.heads import ErnieForTokenClassification
+
+    spec = get_task("ner")
+    batch = {"labels": torch.tensor([[0, 1, -100, -100], [1, 1, 1, -100], [0, -100, -100, -100]])}
+    crf = ErnieForTokenClassification(tiny_config(50, num_labels=3, use_crf=True))
+    assert spec.loss_units(crf)(batch) == 3
+    assert spec.loss_units(ErnieForTokenClassification(tiny_config(50, num_labels=3))) is None
+    assert get_task("text-classification").loss_units(crf) is None

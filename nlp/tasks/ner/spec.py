@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import datasets
 import torch
@@ -80,6 +80,10 @@ class TokenClassificationSpec(TaskSpec):
         m = ner_metrics(gold, guess)
         return {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"]}
 
+    def loss_units(self, model: Any) -> Callable[[Any], int] | None:
+        # a CRF's loss is a mean over sequences, not over labelled tokens
+        return _sequences_in if getattr(model, "crf", None) is not None else None
+
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
         return [{"entities": o} for o in pipe([r["text"] for r in records])]
 
@@ -88,3 +92,7 @@ class TokenClassificationSpec(TaskSpec):
 
 
 TOKEN_CLASSIFICATION = TokenClassificationSpec()
+
+
+def _sequences_in(batch: Any) -> int:
+    return len(batch["labels"])
