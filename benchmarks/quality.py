@@ -19,7 +19,8 @@ the character and its neighbours +-2, bigrams, whether it is a digit / Latin let
 the same entity-F1 code as the models. `random` fine-tunes the same recipe from a randomly
 initialised copy of the first model's architecture (and its tokenizer): what pretraining adds.
 
-Each cell writes OUT/<task>-<column>/cell.json, so cells can run in separate processes or
+The baselines need scikit-learn and sklearn-crfsuite (`pip install scikit-learn sklearn-crfsuite`;
+not dependencies of the package). Each cell writes OUT/<task>-<column>/cell.json, so cells can run in separate processes or
 sessions; `--report` prints the table from whatever cells exist. Published figures for MSRA
 (test entity F1) are printed beside the table for scale; see `PUBLISHED` for the sources.
 """
@@ -27,6 +28,7 @@ sessions; `--report` prints the table from whatever cells exist. Published figur
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -159,6 +161,9 @@ def run_cell(task: str, column: str, args: argparse.Namespace, models: dict[str,
     cell_dir = args.out / f"{task}-{column}"
     start = time.perf_counter()
     if column == "baseline":
+        for module, package in (("sklearn", "scikit-learn"), ("sklearn_crfsuite", "sklearn-crfsuite")):
+            if importlib.util.find_spec(module) is None:
+                raise SystemExit(f"the baseline column needs {package}: pip install {package}")
         body = (tfidf_baseline if kind == "classification" else crf_baseline)(load(dataset), args)
         body["name"] = "TF-IDF char 1-3-gram LR" if kind == "classification" else "char-window CRF"
     elif column == "random":
