@@ -557,6 +557,14 @@ class Trainer:
         self._last_saved_step = state.step
         return path
 
+    def _end_process_group(self) -> None:
+        """Meet every process, then end the run's process group. The barrier keeps a process
+        from tearing down gloo while another is still inside the last collective (the final
+        evaluation's gathers): seen as an intermittent SIGABRT ("terminate called without an
+        active exception") of a data-parallel CPU run that had finished its work."""
+        self.accelerator.wait_for_everyone()
+        self.accelerator.end_training()
+
     def _on_signal(self, signum: int) -> None:
         self._stop_signal = signum
         self._stop_requested = True
@@ -567,7 +575,7 @@ class Trainer:
     def _interrupt(self, state: TrainerState, started: float, tokens: int) -> None:
         path = self._save(state) if self._last_saved_step != state.step else self.checkpoints.latest()
         self._write_report(state, "interrupted", started, tokens)
-        self.accelerator.end_training()
+        self._end_process_group()
         what = "a stop request" if self._stop_signal is None else f"signal {self._stop_signal}"
         raise TrainingInterrupted(
             f"stopped by {what} at step {state.step}/{self.total_steps}; checkpoint {path}. Run "
@@ -596,7 +604,7 @@ class Trainer:
         model_dir = self.save_model(self.output_dir / "model")
         summary = self._write_report(state, status, started, tokens)
         self._run_callbacks("on_train_end", state)
-        self.accelerator.end_training()
+        self._end_process_group()
         return TrainResult(status, state.step, state.best_metric, state.best_step, best, model_dir, summary)
 
     def _write_report(self, state: TrainerState, status: str, started: float, tokens: int) -> dict[str, Any]:
