@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import logging
 import math
@@ -560,9 +561,16 @@ class Trainer:
     def _end_process_group(self) -> None:
         """Meet every process, then end the run's process group. The barrier keeps a process
         from tearing down gloo while another is still inside the last collective (the final
-        evaluation's gathers): seen as an intermittent SIGABRT ("terminate called without an
-        active exception") of a data-parallel CPU run that had finished its work."""
+        evaluation's gathers) and frees the group before the interpreter exits: both seen as
+        an intermittent SIGABRT ("terminate called without an active exception") of a
+        data-parallel CPU run that had finished its work."""
         self.accelerator.wait_for_everyone()
+        # The data-parallel wrapper's reducer holds the process group: drop it (and accelerate's
+        # references) now, so the group is really freed here, with its gloo threads joined,
+        # not during interpreter shutdown, where freeing it can abort the process.
+        self._model = self.accelerator.unwrap_model(self._model)
+        self.accelerator.free_memory()
+        gc.collect()
         self.accelerator.end_training()
 
     def _on_signal(self, signum: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from launched import run_launched
 
 from nlp.cli import main
 
@@ -125,7 +126,6 @@ def test_accelerate_launch_runs_nlp_finetune_on_two_processes(tmp_path):
     """The README's launch line, as written: `-m nlp` under accelerate gives 2 ranks (gloo)."""
     import os
     import shutil
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -137,8 +137,11 @@ def test_accelerate_launch_runs_nlp_finetune_on_two_processes(tmp_path):
            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "nlp", "finetune",
            "recipes/sentiment-reviews.yaml", *tiny_overrides(out)]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True,
-                          text=True, timeout=300)
+    def finished() -> bool:
+        summary = out / "summary.json"
+        return summary.is_file() and json.loads(summary.read_text(encoding="utf-8")).get("status") == "finished"
+
+    proc = run_launched(cmd, finished=finished, cwd=Path(__file__).resolve().parents[2], env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["processes"] == 2 and summary["steps"] == 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from launched import run_launched
 
 from nlp._common import ConfigError
 from nlp.recipes import recipe_path
@@ -100,7 +101,6 @@ def test_final_scores_of_two_processes_match_one_process(tmp_path):
     (QA: windows mapped back to questions after the gather), as during training."""
     import os
     import socket
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -122,7 +122,7 @@ def test_final_scores_of_two_processes_match_one_process(tmp_path):
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
            "--main_process_port", str(port), "-m", "nlp", "finetune", str(recipe_path("qa-cmrc2018")),
            *overrides(tmp_path / "two")]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    done = run_launched(cmd, finished=lambda: (tmp_path / "two" / "results.json").is_file(), env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     two = json.loads((tmp_path / "two" / "results.json").read_text(encoding="utf-8"))
     assert two["summary"]["processes"] == 2
