@@ -30,6 +30,7 @@ from nlp._packing import cu_seqlens as pack_ids_to_cu_seqlens  # re-exported: (c
 __all__ = [
     "DataCollatorWithPadding",
     "PackingCollator",
+    "best_fit_decreasing",
     "pack_ids_to_cu_seqlens",
     "DEFAULT_DROP_KEYS",
 ]
@@ -320,7 +321,7 @@ def _next_fit_rows(lengths: Sequence[int], max_length: int) -> list[list[int]]:
     return rows
 
 
-def _best_fit_decreasing(
+def best_fit_decreasing(
     lengths: Sequence[int], max_length: int, order: Sequence[int] | None = None
 ) -> list[list[int]]:
     """Bin packing: longest first, each into the fullest bin where it fits. O(n * max_length).
@@ -439,7 +440,7 @@ class PackingCollator:
         if self.strategy == "next_fit":
             rows = _next_fit_rows(lengths, self.max_length)
         else:
-            rows = _best_fit_decreasing(lengths, self.max_length)
+            rows = best_fit_decreasing(lengths, self.max_length)
         used = [sum(lengths[i] for i in r) for r in rows]
         T = self.max_length if self.pad_to_max_length else max(used)
         T = _round_up(T, self.pad_to_multiple_of)

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from nlp._common import DataError
-from nlp.tokenizer.collate import _best_fit_decreasing
+from nlp.tokenizer.collate import best_fit_decreasing
 
 __all__ = [
     "EpochBatchSampler",
@@ -282,9 +282,9 @@ def plan_packing(lengths: Sequence[int], max_length: int, *, seed: int | None = 
                 )
             lens[i] = max_length
     if seed is None:
-        return _best_fit_decreasing(lens, max_length)
+        return best_fit_decreasing(lens, max_length)
     rng = _rng(seed, epoch)
-    bins = _best_fit_decreasing(lens, max_length, order=rng.permutation(len(lens)).tolist())
+    bins = best_fit_decreasing(lens, max_length, order=rng.permutation(len(lens)).tolist())
     return [bins[b] for b in rng.permutation(len(bins)).tolist()]
 
 

@@ -170,3 +170,14 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class StopAt:
+    """A callback that asks the trainer to stop (like SIGTERM) at `step`."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, trainer, state):
+        if state.step == self.step:
+            trainer.request_stop()

@@ -34,15 +34,6 @@ def toy_trainer(out, *, collate=_toy.collate, callbacks=(), eval_dataset=True, *
                    compute_metrics=_toy.accuracy, run_files=RUN_FILES, callbacks=callbacks)
 
 
-class StopAt:
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, trainer, state):
-        if state.step == self.step:
-            trainer.request_stop()
-
-
 # ------------------------------------------------------------------ died before a checkpoint
 
 
@@ -222,7 +213,7 @@ def test_the_first_log_record_after_a_resume_averages_the_same_steps(tmp_path):
     kw = dict(epochs=3, log__every_steps=4, eval__every_steps=None)
     toy_trainer(tmp_path / "full", **kw).train()
     with pytest.raises(TrainingInterrupted):
-        toy_trainer(tmp_path / "run", callbacks=[StopAt(6)], **kw).train()
+        toy_trainer(tmp_path / "run", callbacks=[_toy.StopAt(6)], **kw).train()
     state = json.loads((tmp_path / "run" / "checkpoints" / "step-00000006" / "trainer_state.json").read_text())
     assert state["log_window"]["loss_steps"] == 2
     toy_trainer(tmp_path / "run", **kw).train()

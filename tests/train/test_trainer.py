@@ -22,15 +22,6 @@ def params(trainer):
     return {k: v.detach().clone() for k, v in trainer.accelerator.unwrap_model(trainer._model).state_dict().items()}
 
 
-class StopAt:
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, trainer, state):
-        if state.step == self.step:
-            trainer.request_stop()
-
-
 def test_same_seed_same_loss_curve(tmp_path):
     _toy.make_trainer(tmp_path / "a").train()
     _toy.make_trainer(tmp_path / "b").train()
@@ -50,7 +41,7 @@ def test_resume_continues_the_same_loss_curve(tmp_path, stop_at, batching):
               data__batching=batching, data__pack_max_length=16)
     full = _toy.make_trainer(tmp_path / "full", **kw)
     full.train()
-    stopped = _toy.make_trainer(tmp_path / "run", callbacks=[StopAt(stop_at)], **kw)
+    stopped = _toy.make_trainer(tmp_path / "run", callbacks=[_toy.StopAt(stop_at)], **kw)
     total = stopped.total_steps
     with pytest.raises(TrainingInterrupted, match=f"at step {stop_at}/{total}") as e:
         stopped.train()
