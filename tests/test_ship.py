@@ -234,6 +234,8 @@ def test_predict_with_a_task_and_no_model_uses_the_default(runs, package, tmp_pa
     assert "Traceback" not in err
     assert main(["predict", "--task", "qa", "--input", str(lines)]) == 2
     assert "has no default model" in capsys.readouterr().err
+    assert main(["serve"]) == 2  # nlp serve takes the same MODEL-or---task choice
+    assert "no model given" in capsys.readouterr().err
 
 
 # ---- package data -----------------------------------------------------------------------------------
