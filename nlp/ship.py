@@ -110,6 +110,7 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
                         + (f"; {figures}" if figures else "") + ".")
         if final.exists():
             old = final.with_name(f".{name}.old-{os.getpid()}")
+            shutil.rmtree(old, ignore_errors=True)  # left by a process killed mid-swap
             os.replace(final, old)
         os.replace(stage, final)
         try:
