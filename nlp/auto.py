@@ -15,6 +15,7 @@ PaddleNLP-format source is converted once on arrival; importing this module regi
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nlp import hub
-from nlp._common import ConfigError
+from nlp._common import ConfigError, HubError
 from nlp.models import (
     PRESETS,
     ErnieConfig,
@@ -46,8 +47,11 @@ __all__ = [
     "AutoModelForTokenClassification",
     "AutoModelForQuestionAnswering",
     "pipeline",
+    "default_model",
     "load_dataset",
 ]
+
+logger = logging.getLogger(__name__)
 
 _HUB_KWARGS = ("revision", "cache_dir", "local_files_only")
 
@@ -169,6 +173,9 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     directory (written by `nlp export`) runs on onnxruntime, with the same outputs as the
     PyTorch model it came from. Other keywords go to the task's pipeline.
     "word-segmentation" needs no model: `nlp.pipeline("word-segmentation", user_dict=...)`.
+    With no model, a task with a default uses it (`default_model`): "sentiment-analysis" /
+    "text-classification" -> ernie-tiny-zh-sentiment, "ner" / "token-classification" ->
+    ernie-tiny-zh-ner, shipped inside the package (sha256-verified, offline).
     """
     from nlp.tasks import pipeline as task_pipeline
     from nlp.tasks.backend import Backend
@@ -183,8 +190,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
         return MODEL_FREE_TASKS[key](**kwargs)
     if model is None:
-        raise TypeError(f"model must be a hub name, an owner/repo id or a local directory for {task!r} "
-                        f"(model-free tasks: {', '.join(MODEL_FREE_TASKS)}); got NoneType None")
+        model = default_model(task)
     hub_kwargs, kwargs = _split_kwargs(kwargs)
     if isinstance(model, (PreTrainedEncoder, Backend)):
         model_dir: Any = model
@@ -201,6 +207,31 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
     with _refetch_hint(model):
         return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+
+
+def default_model(task: str) -> str:
+    """The hub name of `task`'s default model (its spec's `default_model`), logged as a warning
+    like transformers does. ConfigError for a task without one (listing the tasks that have one);
+    HubError when the default is not shipped in this installation (no card registered)."""
+    from nlp.tasks import get_task
+    from nlp.tasks.registry import default_models
+    from nlp.tasks.segmentation import MODEL_FREE_TASKS
+
+    spec = get_task(task)
+    defaults = default_models()
+    if spec.default_model is None:
+        listed = ", ".join(f"{t} ({m})" for t, m in defaults.items()) or "none"
+        raise ConfigError(f"{task!r} has no default model: pass model= (a hub name, an owner/repo id or a local "
+                          f"directory, e.g. a fine-tuned run's model/). Tasks with a default model: {listed}; "
+                          f"model-free tasks: {', '.join(MODEL_FREE_TASKS)}")
+    name = spec.default_model
+    if hub.registry.find_card(name) is None:
+        raise HubError(f"the default model of {task!r}, {name!r}, is not shipped in this installation (the hub "
+                       f"has no card {name!r}; `nlp hub ls` lists the registered names). Pass model= (a hub name "
+                       f"or a fine-tuned run's model/ directory), or ship one: `nlp hub ship RUN_DIR --name {name}`")
+    logger.warning("No model was given for %r: using its default, %r (shipped with the package; pass model= "
+                   "to choose another)", task, name)
+    return name
 
 
 def _is_export_dir(path: Path) -> bool:

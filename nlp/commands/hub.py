@@ -21,6 +21,12 @@ examples:
       # DIR/owner/name/... ; clients: NLP_HUB_MIRROR=http://host:8080 (this toolkit),
       # HF_ENDPOINT=http://host:8080 with HF_TOKEN=$MIRROR_TOKEN (huggingface_hub, transformers)
 
+maintainers: ship a finished fine-tuning run inside the package, as a builtin hub model
+  nlp hub ship runs/sentiment-reviews --name ernie-tiny-zh-sentiment
+  nlp hub ship runs/ner-zh --name ernie-tiny-zh-ner
+      # writes nlp/assets/NAME/ (fp16 weights, config, tokenizer, README.md with the run's
+      # dev/test figures) and NAME's card in nlp/hub/cards.yaml (sha256 + size of every file)
+
 offline: NLP_OFFLINE=1 (or HF_HUB_OFFLINE=1) reads only the cache and never opens a socket.
 The cache layout and every environment variable: docs/hub.md.
 """
@@ -167,6 +173,18 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ship(args: argparse.Namespace) -> int:
+    from nlp.ship import ship
+
+    r = ship(args.run, args.name, license=args.license, assets_dir=args.assets_dir,
+             cards_file=args.cards_file, package=args.package)
+    for name, f in r.files.items():
+        print(f"  {name:<26} {_human(f['size']):>9}  sha256 {f['sha256']}")
+    print(f"shipped {r.name}: {r.folder} ({_human(r.total_bytes)}), card in {r.cards_file} "
+          f"(revision {r.card.sources[0].revision})")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = subparsers.add_parser(
@@ -216,3 +234,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token", default=None, help="require `Authorization: Bearer TOKEN` (or set NLP_HUB_TOKEN)")
     p.add_argument("--workers", type=int, default=1, help="server processes (use about one per core on a busy mirror)")
     p.set_defaults(func=_serve)
+
+    p = sub.add_parser("ship", help="(maintainers) ship a fine-tuned run as a builtin model of the package",
+                       epilog=EPILOG, formatter_class=fmt)
+    p.add_argument("run", metavar="RUN_DIR", help="a finished `nlp finetune` run (train.output_dir, with results.json)")
+    p.add_argument("--name", required=True, help="the hub name, e.g. ernie-tiny-zh-sentiment (base model + what it does)")
+    p.add_argument("--license", default=None, help="the weights' licence (default: the base model's card's)")
+    p.add_argument("--assets-dir", default=None, help="where the model folder goes (default: the package's nlp/assets)")
+    p.add_argument("--cards-file", default=None, help="the cards file to update (default: the package's nlp/hub/cards.yaml)")
+    p.add_argument("--package", default="nlp", help="the Python package holding --assets-dir (the builtin source's package)")
+    p.set_defaults(func=_ship)

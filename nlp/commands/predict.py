@@ -1,4 +1,4 @@
-"""`nlp predict RUN_MODEL_OR_EXPORT --input FILE`: run a fine-tuned model over a file, write JSON lines."""
+"""`nlp predict [RUN_MODEL_OR_EXPORT] --input FILE`: run a fine-tuned model over a file, write JSON lines."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ EPILOG = """examples:
   nlp predict runs/cmrc --input questions.jsonl     # {"question": ..., "context": ...} per line
   nlp predict export/sentiment-int8 --input reviews.txt   # an `nlp export` directory: onnxruntime
   nlp predict runs/ner --input news_gbk.txt --encoding gbk
+  nlp predict --task ner --input news.txt           # no model: the task's shipped default (ernie-tiny-zh-ner)
+  nlp predict --task sentiment-analysis --input reviews.txt   # ernie-tiny-zh-sentiment
 
 Input: a .txt file (one text a line) or .jsonl ({"text": ...[, "text_pair": ...]};
 QA: {"question": ..., "context": ...}). Output: one JSON object per input line, in order, a
@@ -22,11 +24,13 @@ them, so entity offsets index the line as given.
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("predict", help="run a fine-tuned model over a file", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT",
-                   help="a run directory, a model directory or an export directory (nlp export)")
+    p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT", nargs="?", default=None,
+                   help="a run directory, a model directory or an export directory (nlp export); "
+                        "left out: --task's default model, shipped with the package")
     p.add_argument("--input", required=True, help="a .txt (one text a line) or .jsonl file")
     p.add_argument("--output", default=None, help="write JSON lines here (default: stdout)")
-    p.add_argument("--task", default=None, help="the task, when the model's config does not say")
+    p.add_argument("--task", default=None, help="the task, when the model's config does not say; "
+                   "with no model, the task whose default model to use")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--top-k", type=int, default=1, help="classification: labels per text")
     p.add_argument("--encoding", default="utf-8", help="the input file's text encoding (e.g. gbk; default utf-8)")
@@ -40,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
     from nlp._common import atomic_write
     from nlp.train.inference import predict_file
 
+    from nlp.commands._models import model_or_default
     from nlp.deploy import OnnxBackend, is_export_dir
 
+    args.model = model_or_default(args.model, args.task)
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
     rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k,
                         encoding=args.encoding, backend=backend)

@@ -12,12 +12,14 @@ EPILOG = """examples:
   nlp serve runs/ner --port 9000 --max-batch-wait-ms 10
   NLP_SERVE_TOKEN=s3cret nlp serve exports/sentiment-int8 --host 0.0.0.0   # bearer token required
   nlp serve runs/cmrc --workers 2                       # two processes, each with its own model
+  nlp serve --task ner                                  # no model: the task's shipped default
 
   curl -s localhost:8000/predict -H 'Content-Type: application/json' \\
        -d '{"inputs": ["这家餐厅的服务非常好", "太难吃了"], "parameters": {"top_k": 2}}'
   curl -s localhost:8000/health; curl -s localhost:8000/info; curl -s localhost:8000/metrics
 
-MODEL is a run directory (train.output_dir), a model directory or an `nlp export` directory.
+MODEL is a run directory (train.output_dir), a model directory or an `nlp export` directory;
+left out, --task's default model (shipped with the package) is served.
 Requests that arrive together share one forward pass, up to --max-batch-tokens padded tokens;
 --max-batch-requests 1 turns batching off. A full queue answers 429 (Retry-After), too many or
 too long inputs 413, malformed requests 422. SIGTERM (or Ctrl-C) stops accepting, finishes the
@@ -31,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d = ServeConfig(model="")
     p = subparsers.add_parser("serve", help="serve a model over HTTP (POST /predict, /health, /metrics)",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL", help="a run, model or export directory")
+    p.add_argument("model", metavar="MODEL", nargs="?", default=None,
+                   help="a run, model or export directory (left out: --task's default model)")
     p.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host}: this machine only)")
     p.add_argument("--port", type=int, default=d.port, help=f"TCP port (default {d.port})")
     p.add_argument("--workers", type=int, default=d.workers,
@@ -65,11 +68,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from nlp.commands._models import model_or_default
     from nlp.deploy.server import run_server
     from nlp.deploy.server_config import ServeConfig
     from nlp.deploy.server_model import check_servable
 
-    config = ServeConfig(model=args.model, task=args.task, precision=args.precision, device=args.device,
+    config = ServeConfig(model=model_or_default(args.model, args.task), task=args.task, precision=args.precision, device=args.device,
                          host=args.host, port=args.port, workers=args.workers,
                          max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
                          max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,

@@ -23,7 +23,7 @@ from nlp.tasks.qa.spec import QUESTION_ANSWERING
 from nlp.tasks.spec import TaskSpec
 
 __all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "register_task", "get_task", "list_tasks",
-           "task_of_architecture", "pipeline"]
+           "task_of_architecture", "default_models", "pipeline"]
 
 TASKS: dict[str, TaskSpec] = {}
 # Other names people use for the same tasks (transformers' and PaddleNLP's), from the specs.
@@ -64,6 +64,11 @@ def get_task(name: str) -> TaskSpec:
         raise UnknownNameError(f"Unknown task {name!r}; valid: {', '.join(TASKS)} (aliases: "
                                f"{', '.join(TASK_ALIASES)}).{did_you_mean(key, choices)}")
     return TASKS[key]
+
+
+def default_models() -> dict[str, str]:
+    """{task name: the hub name of its default model}, for the tasks that have one."""
+    return {name: spec.default_model for name, spec in TASKS.items() if spec.default_model}
 
 
 def task_of_architecture(architecture: str) -> TaskSpec | None:

@@ -36,6 +36,9 @@ class TaskSpec:
     name: ClassVar[str]  # canonical name, e.g. "text-classification"
     aliases: ClassVar[tuple[str, ...]] = ()  # other names people use (transformers', PaddleNLP's)
     head: ClassVar[type]  # the model class (a PreTrainedEncoder subclass)
+    # the hub name `nlp.pipeline(task)` and `nlp predict --task` use when no model is given: a
+    # fine-tuned model shipped inside the package (`nlp hub ship`); None: the task has no default
+    default_model: ClassVar[str | None] = None
     pipeline: ClassVar[type]  # the inference pipeline class (nlp.tasks.pipelines)
     # the suffix of a saved head's config.json `architectures` entry (transformers' names):
     # "ErnieForTokenClassification" -> this task, for `nlp evaluate` / `nlp predict`

@@ -36,6 +36,7 @@ import yaml
 
 from nlp._common import ConfigError, atomic_write, did_you_mean
 from nlp.models import ErnieConfig, ErnieForMaskedLM, preset_config
+from nlp.models.release import file_digests, write_release_copy
 from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer, train_wordpiece_tokenizer
 from nlp.tokenizer.masking import (
     PackedRows,
@@ -400,22 +401,11 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
 
 def export_model(src_dir: str | Path, dst_dir: str | Path, *, dtype: torch.dtype = torch.float16) -> dict[str, dict[str, Any]]:
     """Write a release copy of a pretrained MLM directory: weights cast to `dtype` (fp16 halves
-    the size; models load it into fp32 parameters), config and tokenizer files copied.
+    the size; models load it into fp32 parameters), config and tokenizer files copied
+    (`nlp.models.release`, shared with `nlp hub ship`).
 
-    Returns {file name: {"sha256", "size"}} of every file written: the hub card's file list.
+    Returns {file name: {"sha256", "size"}} of every file in `dst_dir`: the hub card's file list.
     """
-    import hashlib
-    import shutil
-
-    src, dst = Path(src_dir), Path(dst_dir)
-    model = ErnieForMaskedLM.from_pretrained(src).to(dtype)
-    dst.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(dst)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
-        if (src / name).is_file():
-            shutil.copyfile(src / name, dst / name)
-    out = {}
-    for path in sorted(p for p in dst.iterdir() if p.is_file()):
-        data = path.read_bytes()
-        out[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-    return out
+    src = Path(src_dir)
+    write_release_copy(ErnieForMaskedLM.from_pretrained(src), src, dst_dir, dtype=dtype)
+    return file_digests(dst_dir)

@@ -195,3 +195,37 @@ def test_msra_ner_is_built_in_and_still_reads_paddle_files(tmp_path, cache):
     assert nds.dataset_info("msra-ner", with_stats=False)["builtin"] is True
     with pytest.raises(DataError, match="built in"):
         nds.load("reviews-zh", data_files={"train": str(f)})
+
+
+def test_zh_ner_is_msra_then_peoples_daily_split_by_split(cache):
+    parts = [load_builtin(name, cache)[0] for name in ("msra-ner", "peoples-daily-1998-ner")]
+    dsd, stats = load_builtin("zh-ner", cache)
+    names = dsd["train"].features["ner_tags"].feature.names
+    assert names == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+    assert all(p["train"].features["ner_tags"].feature.names == names for p in parts)
+    assert list(nds.BUILTIN["zh-ner"].label_names) == names
+    for split in ("dev", "test"):  # exactly both datasets' own split, MSRA first, tags unchanged
+        for col in ("tokens", "ner_tags"):
+            assert list(dsd[split][col]) == list(parts[0][split][col]) + list(parts[1][split][col])
+    scored = {"".join(t) for split in ("dev", "test") for t in dsd[split]["tokens"]}
+    expected = [t for p in parts for t in p["train"]["tokens"] if "".join(t) not in scored]
+    assert list(dsd["train"]["tokens"]) == expected
+    assert len(expected) < len(parts[0]["train"]) + len(parts[1]["train"])  # some were dropped...
+    assert sum(stats["skipped"].values()) == len(parts[0]["train"]) + len(parts[1]["train"]) - len(expected)
+    ids = [i for split in dsd for i in dsd[split]["id"]]
+    assert len(ids) == len(set(ids)) and all(i.startswith(("msra-", "pd98-")) for i in ids)
+    assert stats["splits"]["test"]["from"] == {"msra": len(parts[0]["test"]), "pd98": len(parts[1]["test"])}
+    assert nds.dataset_info("zh-ner", with_stats=False, cache_dir=cache)["task"] == "token-classification"
+
+
+def test_zh_ner_dev_and_test_texts_are_held_out_of_pretraining(cache):
+    from nlp.train.corpus import HeldOut, held_out_texts
+
+    held = held_out_texts(cache)
+    dsd, _ = load_builtin("zh-ner", cache)
+    texts = {"".join(t) for split in ("dev", "test") for t in dsd[split]["tokens"]}
+    assert set(held["zh-ner"]) == texts
+    # ... and they are the held-out texts of its two parts: nothing new, nothing missing
+    assert texts == set(held["msra-ner"]) | set(held["peoples-daily-1998-ner"])
+    filt = HeldOut(t for ts in held.values() for t in ts)
+    assert all(filt.clean(t) is None for t in sorted(texts)[:3000])

@@ -57,5 +57,5 @@ def test_inputs_lists_empty_and_type_errors():
         WordSegmentationPipeline(user_dict=["好", 1])
     with pytest.raises(ConfigError, match="needs no model"):
         nlp.pipeline("word-segmentation", model="ernie-tiny-zh")
-    with pytest.raises(TypeError, match="model must be .*model-free tasks: word-segmentation"):
-        nlp.pipeline("text-classification")
+    with pytest.raises(ConfigError, match="no default model.*model-free tasks: word-segmentation"):
+        nlp.pipeline("question-answering")

@@ -32,6 +32,7 @@ class ClassificationSpec(TaskSpec):
     name = "text-classification"
     aliases = ("classification", "sequence-classification", "sentiment-analysis")
     head = ErnieForSequenceClassification
+    default_model = "ernie-tiny-zh-sentiment"  # binary sentiment (negative / positive) of reviews-zh, recipes/sentiment-reviews.yaml
     pipeline = TextClassificationPipeline
     architecture_suffix = "ForSequenceClassification"
     label_column = "label"

@@ -1,4 +1,4 @@
-"""Datasets by name: four built-in offline corpora and a table of public Chinese datasets.
+"""Datasets by name: five built-in offline corpora and a table of public Chinese datasets.
 
     from nlp.tasks import datasets as nds
     dsd = nds.load("reviews-zh")                     # DatasetDict train/dev/test, offline

