@@ -11,7 +11,8 @@ Sides, each a server in its own process, alternating over several rounds, best r
                  is part of this script (`--peer-server`)
 
 Printed per side: requests/s, p50 / p99 latency, errors (non-200 or dropped), and the server's
-resident memory before and after the measured requests (growth in %). The model: the shapes of
+resident memory after start, after `--warmup` requests (2,000), and after each quarter of the
+measured requests; growth is from after the warm-up to the end. The model: the shapes of
 ernie-3.0-mini-zh with random weights and a 2-label head (speed does not depend on the
 weights), ernie-tiny-zh's tokenizer; `--model DIR` serves a run or model directory instead.
 
@@ -199,9 +200,18 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
                             stderr=subprocess.DEVNULL)
     try:
         _wait_ready(port, proc)
+        rss_start = _rss(proc.pid)
         asyncio.run(_load(port, warmup))
         rss_before = _rss(proc.pid)
-        latencies, errors, seconds = asyncio.run(_load(port, texts))
+        # the measured requests in four quarters, resident memory after each: a leak keeps
+        # climbing, caches filling up level off
+        latencies, errors, seconds, rss_quarters = [], [], 0.0, []
+        for quarter in range(4):
+            lat, err, sec = asyncio.run(_load(port, texts[quarter * len(texts) // 4:(quarter + 1) * len(texts) // 4]))
+            latencies += lat
+            errors += err
+            seconds += sec
+            rss_quarters.append(_rss(proc.pid) / 2**20)
         rss_after = _rss(proc.pid)
     finally:
         proc.terminate()
@@ -215,6 +225,7 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
             "p50_ms": 1000 * statistics.median(latencies) if latencies else float("nan"),
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] if latencies else float("nan"),
             "errors": len(errors),
+            "rss_start_mb": rss_start / 2**20, "rss_quarters_mb": rss_quarters,
             "rss_before_mb": rss_before / 2**20, "rss_after_mb": rss_after / 2**20,
             "rss_growth_pct": 100 * (rss_after - rss_before) / rss_before}
 
@@ -224,6 +235,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="ernie-tiny-zh, 600 requests, 1 round")
     parser.add_argument("--requests", type=int, default=None, help="requests per side and round (default 20,000)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds, sides alternating (default 3)")
+    parser.add_argument("--warmup", type=int, default=2000,
+                        help="requests sent before the measured ones (batch shapes, allocator and caches settle)")
     parser.add_argument("--model", default=None, help="a run or model directory (text classification)")
     parser.add_argument("--precision", default="auto", help="our servers' --precision (default auto)")
     parser.add_argument("--sides", default="batching,no-batching,transformers")
@@ -238,7 +251,7 @@ def main() -> int:
     sides = args.sides.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(args.model) if args.model else build_model(Path(tmp) / "model", args.quick)
-        texts, warmup = reviews(n), reviews(2 * CLIENTS)
+        texts, warmup = reviews(n), reviews(args.warmup)
         print(f"{n} requests per side and round, {CLIENTS} clients, {rounds} round(s); model {model}; "
               f"mean review {statistics.mean(map(len, texts)):.0f} characters", flush=True)
         best: dict[str, dict] = {}
@@ -248,6 +261,8 @@ def main() -> int:
                 print(f"  round {r + 1} {side:13s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.1f} ms  "
                       f"p99 {res['p99_ms']:7.1f} ms  errors {res['errors']} {','.join(res['error_kinds'])}  rss +{res['rss_growth_pct']:.1f}%",
                       flush=True)
+                print(f"    RSS MB: started {res['rss_start_mb']:.0f}, after warm-up {res['rss_before_mb']:.0f}, "
+                      f"after each quarter {' '.join(f'{q:.0f}' for q in res['rss_quarters_mb'])}", flush=True)
                 if side not in best or res["rps"] > best[side]["rps"]:
                     best[side] = res
     print(f"\nbest round per side ({n} requests, {CLIENTS} concurrent clients):")

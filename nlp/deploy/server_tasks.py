@@ -134,6 +134,10 @@ class TaskAdapter:
         """The pipeline keywords as a hashable key: requests with equal keys share a forward."""
         return ()
 
+    def warm_up_items(self, max_length: int, n: int) -> list[Any]:
+        """`n` inputs of one full-length window each (the server's warm-up batch)."""
+        return ["中" * (max_length - 2)] * n
+
     def run(self, served: ServingModel, items: list[Any], key: tuple) -> list[Any]:
         """The pipeline's outputs for `items`, one per item (runs in the batch worker thread)."""
         return served.pipeline(items, **dict(key))
@@ -212,6 +216,9 @@ class QuestionAnsweringAdapter(TaskAdapter):
 
     def call_key(self, params):
         return tuple(sorted({**self._defaults, **params}.items()))
+
+    def warm_up_items(self, max_length, n):
+        return [("中" * 4, "中" * (max_length - 7))] * n
 
     def run(self, served, items, key):
         return served.pipeline(question=[q for q, _ in items], context=[c for _, c in items], **dict(key))

@@ -320,6 +320,51 @@ def test_health_is_503_until_the_model_is_loaded(models):
         _assert_error(r, 503, "failed to load: ConfigError: no weights here")
 
 
+class _RecordingPipeline:
+    """A served pipeline that notes each call's input count and batch size."""
+
+    def __init__(self, real, calls):
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_calls", calls)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._real, name, value)
+
+    def __call__(self, *args, **kwargs):
+        items = args[0] if args else kwargs["context"]
+        self._calls.append((len(items), self._real.batch_size, max(map(len, items))))
+        return self._real(*args, **kwargs)
+
+
+@pytest.mark.parametrize("task", ["text-classification", "question-answering"])
+def test_a_warm_up_batch_of_the_largest_shape_runs_before_ready(models, task):
+    """Kernels for the largest batch are built and memory reaches its high-water mark before the
+    first request, not under load; the warm-up is not counted in the metrics."""
+    from nlp.deploy.server_model import load_pipeline_for_serving
+
+    calls = []
+
+    def recording_loader(config):
+        served = load_pipeline_for_serving(config.model, precision=config.precision)
+        served.pipeline = _RecordingPipeline(served.pipeline, calls)
+        return served
+
+    with fx.running(_config(models, task, max_batch_tokens=1024), loader=recording_loader) as url:
+        info = httpx.get(url + "/info").json()
+        assert len(calls) == 1  # ready: the warm-up ran, and nothing else yet
+        n, batch_size, longest = calls[0]
+        # full-length windows (the text, or question + context, fills max_length) filling the budget
+        assert n == batch_size == 1024 // info["max_length"] >= 1
+        assert longest >= info["max_length"] - 7
+        assert "nlp_serve_batch_requests_count 0" in httpx.get(url + "/metrics").text
+        assert _post(url, {"inputs": "好" if task == "text-classification" else
+                           {"question": "谁", "context": "张三在北京"}}).status_code == 200
+        assert len(calls) == 2
+
+
 def test_info_openapi_and_metrics(clf_url):
     info = httpx.get(clf_url + "/info").json()
     assert info["task"] == "text-classification" and info["labels"] == ["负面", "正面", "中性"]
@@ -517,3 +562,20 @@ def test_token_comes_from_the_environment_when_not_on_the_command_line(monkeypat
     assert build_parser().parse_args(["serve", "runs/x", "--token", "other"]).token == "other"
     monkeypatch.delenv("NLP_SERVE_TOKEN")
     assert build_parser().parse_args(["serve", "runs/x"]).token is None
+
+
+def test_heap_trimmer_trims_at_most_once_per_interval(monkeypatch):
+    from nlp.deploy import heap
+
+    real = heap._malloc_trim
+    if sys.platform == "linux" and os.path.exists("/lib/x86_64-linux-gnu/libc.so.6"):
+        assert real() is not None  # glibc here: the real malloc_trim is found
+        assert heap.HeapTrimmer(every_s=0).maybe_trim()  # and runs
+    calls = []
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: calls.append)
+    t = heap.HeapTrimmer(every_s=3600)
+    assert t.available and not t.maybe_trim() and calls == []  # too soon
+    t.every_s = 0
+    assert t.maybe_trim() and t.maybe_trim() and calls == [0, 0] and t.trims == 2
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: None)  # no glibc: nothing to do, never an error
+    assert not heap.HeapTrimmer(every_s=0).maybe_trim()
