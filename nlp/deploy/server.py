@@ -9,10 +9,11 @@ text), GET /openapi.json. Every error is JSON {"error", "message"} with a status
 to do: 401 (bearer token), 404 / 405, 413 (too large), 422 (malformed), 429 (queue full, with
 Retry-After), 503 (loading or shutting down).
 
-The model loads in a background thread after the server starts listening and runs one warm-up
-batch of the largest shape the token budget allows, so /health answers 503 until it is ready. Requests are parsed on the event loop, queued with their token cost, and
-batched by one worker thread (nlp/deploy/batching.py) that runs the pipeline, so the event loop
-stays responsive while the model computes. With `workers > 1`, uvicorn starts that many
+The model loads in a background thread after the server starts listening, then runs one warm-up
+batch of the largest shape the token budget allows; /health answers 503 until both are done.
+Requests are parsed on the event loop, queued with their token cost, and batched by one worker
+thread (nlp/deploy/batching.py) that runs the pipeline, so the event loop stays responsive while
+the model computes. With `workers > 1`, uvicorn starts that many
 processes on the one port, each with its own model, queue and metrics.
 """
 
@@ -41,9 +42,9 @@ from starlette.routing import Route
 
 from nlp._common import DataError
 from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull
+from nlp.deploy.heap import HeapTrimmer
 from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
 from nlp.deploy.server_config import ServeConfig
-from nlp.deploy.heap import HeapTrimmer
 from nlp.deploy.server_model import ServingModel, load_pipeline_for_serving
 from nlp.deploy.server_openapi import openapi_document
 from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, split_outputs
@@ -99,9 +100,9 @@ class _ModelServer:
 
     def _warm_up(self, served: ServingModel) -> None:
         """One forward pass of the largest batch the budget allows (full-length windows), before
-        the server reports ready: the kernels of that shape are built and the allocator reaches
-        its high-water mark now, not under the first long requests (measured on ernie-3.0-mini:
-        resident memory otherwise jumped 12% after 15,000 requests of steady load)."""
+        the server reports ready: the kernels of that shape are built and the allocator's largest
+        blocks exist before the first request, so neither happens under load. A model that cannot
+        run that batch fails to load (/health says why) instead of failing requests later."""
         adapter = adapter_for(served.task)
         n = max(1, self.config.max_batch_tokens // served.max_length)
         items = adapter.warm_up_items(served.max_length, n)

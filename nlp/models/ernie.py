@@ -62,7 +62,9 @@ def _activation(name: str):
 class _Attention:
     """What every layer needs to attend: an SDPA mask, or the varlen layout of packed rows."""
 
-    mask: torch.Tensor | None = None  # bool, True = may attend (additive float under export); (B,1,1,T) or (B,1,T,T); None = all
+    # bool, True = may attend (under torch.export: additive float, 0 or the dtype's minimum);
+    # (B,1,1,T) or (B,1,T,T); None = attend everywhere
+    mask: torch.Tensor | None = None
     # flash-attn varlen (packed rows on CUDA): flat indices of real tokens, cumulative lengths
     indices: torch.Tensor | None = None
     cu_seqlens: torch.Tensor | None = None
