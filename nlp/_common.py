@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -20,6 +21,7 @@ __all__ = [
     "HubError",
     "did_you_mean",
     "atomic_write",
+    "sha256_file",
 ]
 
 
@@ -73,3 +75,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterato
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The hex sha256 of a file, read in 1 MiB blocks (weights files need not fit in memory)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()

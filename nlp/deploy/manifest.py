@@ -13,27 +13,18 @@ every file, so that a copy can be checked before it is served.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from nlp._common import ConfigError, DataError, atomic_write
+from nlp._common import ConfigError, DataError, atomic_write, sha256_file
 
-__all__ = ["MANIFEST_NAME", "FORMAT", "FORMAT_VERSION", "is_export_dir", "read_manifest", "sha256_file",
+__all__ = ["MANIFEST_NAME", "FORMAT", "FORMAT_VERSION", "is_export_dir", "read_manifest",
            "file_digests", "write_manifest", "verify_files"]
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "nlp-export"
 FORMAT_VERSION = 1
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def file_digests(directory: Path) -> dict[str, dict[str, Any]]:

@@ -39,11 +39,11 @@ from urllib.parse import unquote, urlparse
 import requests
 from filelock import FileLock
 
-from nlp._common import HubError
+from nlp._common import HubError, sha256_file
 
 __all__ = [
     "DEFAULT_RETRY", "IntegrityError", "RetryPolicy", "copy_verified", "fetch_url", "lfs_pointer",
-    "retry_after_seconds", "sha256_file", "verify_file",
+    "retry_after_seconds", "verify_file",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,14 +91,6 @@ class _Retry(HubError):
     def __init__(self, message: str, retry_after: float | None = None, now: bool = False) -> None:
         super().__init__(message)
         self.retry_after = 0.0 if now else retry_after
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _git_blob_sha1(path: Path) -> str:

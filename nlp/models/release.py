@@ -8,12 +8,13 @@ config.json as the model class writes it, and the tokenizer files copied byte fo
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from nlp._common import sha256_file
 
 from ._modeling import PreTrainedEncoder
 
@@ -44,9 +45,5 @@ def file_digests(directory: str | Path) -> dict[str, dict[str, Any]]:
     the file list of a hub card's builtin source."""
     out = {}
     for path in sorted(p for p in Path(directory).iterdir() if p.is_file()):
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        out[path.name] = {"sha256": h.hexdigest(), "size": path.stat().st_size}
+        out[path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
     return out

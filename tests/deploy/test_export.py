@@ -9,10 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
-from nlp._common import ConfigError, DataError, UnknownNameError
+from nlp._common import ConfigError, DataError, UnknownNameError, sha256_file
 from nlp.deploy import ExportError, OnnxBackend, export_model, read_manifest, verify_files
 from nlp.deploy.check import check_batch, check_texts, compare_outputs
-from nlp.deploy.manifest import sha256_file
 from nlp.tasks.backend import TorchBackend
 from nlp.tasks.registry import get_task
 from nlp.tokenizer import load_tokenizer
