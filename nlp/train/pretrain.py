@@ -147,6 +147,20 @@ class PretrainModelSection(ModelSection):
     # embeddings) instead of noise, so attention can find neighbours from the first steps; the
     # table stays a learned parameter of the ordinary ERNIE/BERT architecture
     position_init: Literal["normal", "sinusoidal"] = "normal"
+    # grow a pretrained model deeper (init: pretrained): new layer i starts as a copy of the
+    # loaded model's layer layer_map[i], e.g. [0, 1, 2, 1, 2, 3] makes 6 layers of 4 (depth
+    # growth by copying, as in Gong et al. 2019 "progressive stacking"); null: keep the layers
+    layer_map: list[int] | None = None
+
+    def problems(self) -> Iterator[Problem]:
+        if self.layer_map is None:
+            return
+        if self.init != "pretrained" or self.name is None:
+            yield Problem("layer_map", "layer_map grows a pretrained model: it needs model.name and "
+                                       "init: pretrained")
+        if not self.layer_map or any(not isinstance(i, int) or i < 0 for i in self.layer_map):
+            yield Problem("layer_map", f"layer_map must be a non-empty list of layer indices >= 0, "
+                                       f"got {self.layer_map!r}")
 
 
 @dataclass
@@ -328,6 +342,8 @@ def _model_for(recipe: PretrainRecipe, vocab_size: int, pad_token_id: int) -> Er
     m = recipe.model
     if m.name is not None and m.init == "pretrained":
         model = ErnieForMaskedLM.from_pretrained(Path(m.name).expanduser(), **m.config)
+        if m.layer_map is not None:
+            model = grow_layers(model, m.layer_map)
         model.sparse_logits = True
         if model.config.vocab_size != vocab_size:
             raise ConfigError(f"model {m.name} has vocab_size {model.config.vocab_size} but the tokenizer "
@@ -343,6 +359,24 @@ def _model_for(recipe: PretrainRecipe, vocab_size: int, pad_token_id: int) -> Er
     if m.position_init == "sinusoidal":
         _sinusoidal_positions_(model.backbone.embeddings.position.weight, config.initializer_range)
     return model
+
+
+def grow_layers(model: ErnieForMaskedLM, layer_map: Sequence[int]) -> ErnieForMaskedLM:
+    """A model with len(layer_map) encoder layers, layer i a copy of `model`'s layer layer_map[i];
+    every other weight (embeddings, MLM head) copied as is."""
+    n = model.config.num_hidden_layers
+    bad = [i for i in layer_map if not 0 <= i < n]
+    if bad:
+        raise ConfigError(f"layer_map {list(layer_map)} names layers {bad}, but the model has {n} "
+                          f"(valid: 0..{n - 1})")
+    grown = ErnieForMaskedLM(model.config.replace(num_hidden_layers=len(layer_map)),
+                             sparse_logits=model.sparse_logits)
+    source = model.backbone.layers
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith("backbone.layers.")}
+    for i, j in enumerate(layer_map):
+        state.update({f"backbone.layers.{i}.{k}": v.clone() for k, v in source[j].state_dict().items()})
+    grown.load_state_dict(state)
+    return grown
 
 
 def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> PretrainResult:

@@ -247,3 +247,33 @@ def test_sinusoidal_position_init_is_a_scaled_wave_table(tmp_path):
     data["model"]["position_init"] = "sinus"
     with pytest.raises(ConfigError, match="position_init"):
         pretrain_recipe_from_dict(data)
+
+
+def test_layer_map_grows_a_pretrained_model_by_copying_its_layers(full_run, tmp_path):
+    from nlp.models import ErnieForMaskedLM
+    from nlp.train.pretrain import _model_for
+
+    src_dir = full_run[1].model_dir
+    source = ErnieForMaskedLM.from_pretrained(src_dir)
+    data = json.loads(json.dumps(TINY))
+    data["model"] = {"name": str(src_dir), "init": "pretrained", "layer_map": [0, 0, 0]}
+    grown = _model_for(pretrain_recipe_from_dict(data), source.config.vocab_size, 0)
+    assert grown.config.num_hidden_layers == 3 and len(grown.backbone.layers) == 3
+    for layer in grown.backbone.layers:
+        for (name, a), b in zip(layer.state_dict().items(), source.backbone.layers[0].state_dict().values()):
+            assert torch.equal(a, b), name
+    assert torch.equal(grown.backbone.embeddings.word.weight, source.backbone.embeddings.word.weight)
+    # copies, not shared tensors: training one layer leaves the others
+    with torch.no_grad():
+        grown.backbone.layers[1].qkv.weight.add_(1.0)
+    assert torch.equal(grown.backbone.layers[0].qkv.weight, source.backbone.layers[0].qkv.weight)
+
+    data["model"]["layer_map"] = [0, 1]
+    with pytest.raises(ConfigError, match=r"names layers \[1\].*has 1 \(valid: 0..0\)"):
+        _model_for(pretrain_recipe_from_dict(data), source.config.vocab_size, 0)
+    data["model"] = {"preset": "ernie-3.0-tiny-pico-v2-zh", "init": "random", "layer_map": [0]}
+    with pytest.raises(ConfigError, match="layer_map grows a pretrained model"):
+        pretrain_recipe_from_dict(data)
+    data["model"] = {"name": str(src_dir), "init": "pretrained", "layer_map": []}
+    with pytest.raises(ConfigError, match="non-empty list"):
+        pretrain_recipe_from_dict(data)
