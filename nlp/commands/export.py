@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quantize", choices=["int8"], default=None,
                    help="int8: onnxruntime dynamic quantization (int8 weights); default fp32")
     p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
+    p.add_argument("--attention", choices=["fused", "standard"], default="fused",
+                   help="fused (default): each layer's attention as one onnxruntime Attention node (QAttention "
+                        "in int8; runs on onnxruntime only); standard: standard ONNX ops, for other runtimes")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists (only once the new export passed)")
     p.set_defaults(func=run)
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from nlp.deploy import export_model
 
     print(f"exporting {args.model} -> {args.out} ...", file=sys.stderr)
-    r = export_model(args.model, args.out, quantize=args.quantize, opset=args.opset, task=args.task, force=args.force)
+    r = export_model(args.model, args.out, quantize=args.quantize, opset=args.opset, task=args.task,
+                     force=args.force, attention=args.attention)
     fp32 = r.check["fp32"]
     print(f"exported {r.task} model ({r.precision}, opset {r.opset}) to {r.out} in {r.seconds:.0f} s")
     print(f"  check on {fp32['texts']} texts: fp32 max |ONNX - PyTorch| = {fp32['max_abs_diff']:.2e} (limit 1e-4)")

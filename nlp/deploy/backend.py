@@ -19,9 +19,14 @@ from nlp.tasks.backend import CRF_KEYS
 
 from .manifest import read_manifest, verify_files
 
-__all__ = ["OnnxBackend", "import_onnxruntime", "DEPLOY_EXTRA"]
+__all__ = ["OnnxBackend", "import_onnxruntime", "DEPLOY_EXTRA", "CPU_DISABLED_OPTIMIZERS"]
 
 DEPLOY_EXTRA = "pip install 'nlp-zh[deploy]'  (onnx, onnxruntime, onnxscript)"
+# onnxruntime graph rewrites left off on the CPU: SkipLayerNormFusion merges residual Add +
+# LayerNormalization into SkipLayerNormalization, whose CPU kernel (onnxruntime 1.32) took 25% of
+# an int8 ernie-3.0-mini batch (32 x 128) where the two unfused nodes take 9%: 29,600 -> 36,600
+# tokens/s int8 and 13,100 -> 14,300 fp32 without it (docs/deploy.md)
+CPU_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 
 def import_onnxruntime():
@@ -54,8 +59,11 @@ class OnnxBackend:
         if threads is not None:
             options.intra_op_num_threads = int(threads)
         model = self.directory / self.manifest["model"]
+        providers = list(providers or ["CPUExecutionProvider"])
+        disabled = list(CPU_DISABLED_OPTIMIZERS) if providers == ["CPUExecutionProvider"] else None
         try:
-            self.session = ort.InferenceSession(str(model), options, providers=list(providers or ["CPUExecutionProvider"]))
+            self.session = ort.InferenceSession(str(model), options, providers=providers,
+                                                disabled_optimizers=disabled)
         except Exception as err:  # onnxruntime raises its own classes (Fail, InvalidGraph, ...)
             raise ConfigError(f"onnxruntime {ort.__version__} cannot load {model}: {err}") from None
         self.input_names = [i.name for i in self.session.get_inputs()]

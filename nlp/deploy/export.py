@@ -7,6 +7,10 @@ The graph comes from `torch.onnx.export(..., dynamo=True)` (torch.export + onnxs
 small wrapper that returns the task's outputs as plain tensors, with dynamic batch and sequence
 axes. Under torch.export the model traces as plain ATen ops (nlp/models/ernie.py: no oneDNN
 linears, the attention mask always applied, no value checks), so nothing needs switching off.
+By default (`attention="fused"`) each layer's self-attention is written as one onnxruntime
+`com.microsoft.Attention` node (nlp.models.export_attention), which int8 turns into
+`QAttention`; such a graph runs on onnxruntime only. `attention="standard"` keeps to standard
+ONNX ops for other runtimes.
 
 The export directory holds:
     model.onnx          the graph with its weights inside (protobuf's 2 GiB limit is far above
@@ -41,6 +45,7 @@ from torch import nn
 
 from nlp._common import ConfigError, NlpError
 from nlp.models import PreTrainedEncoder
+from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
 from nlp.tasks.registry import TASKS, get_task
 from nlp.tokenizer import load_tokenizer
@@ -51,11 +56,13 @@ from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, write_manifest
 from .quantize import QUANTIZE_CHOICES, quantize_int8
 
 __all__ = ["ExportError", "ExportResult", "export_model", "locate_model", "task_of", "MIN_OPSET", "max_opset",
-           "MODEL_FILE"]
+           "MODEL_FILE", "ATTENTION_CHOICES"]
 
 logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.onnx"
+# fused: one onnxruntime com.microsoft Attention node per layer; standard: ONNX ops only
+ATTENTION_CHOICES = ("fused", "standard")
 MIN_OPSET = 18  # the dynamo exporter (onnxscript's torchlib) writes opset 18 and newer
 _FOLD_LIMIT = 1 << 26  # elements: larger than any weight of the ERNIE family
 _EXTERNAL_DATA_BYTES = 1 << 30  # weights above this go beside the graph (protobuf caps a file at 2 GiB)
@@ -139,8 +146,50 @@ def _check_opset(opset: int | None) -> None:
                           "the exporter's default")
 
 
+def _register_attention_schema() -> None:
+    """Tell onnx (whose registry the exporter consults) the signature of onnxruntime's
+    com.microsoft Attention, the part of it used here: onnx ships no contrib-op schemas."""
+    import onnx
+    from onnx.defs import OpSchema
+
+    if onnx.defs.has("Attention", "com.microsoft"):
+        return
+    param = OpSchema.FormalParameter
+    optional = OpSchema.FormalParameterOption.Optional
+    onnx.defs.register_schema(OpSchema(
+        "Attention", "com.microsoft", 1,
+        doc="onnxruntime contrib op: multi-head self-attention with a fused qkv projection",
+        inputs=[param("input", "T"), param("weights", "T"), param("bias", "T", param_option=optional),
+                param("mask_index", "M", param_option=optional)],
+        outputs=[param("output", "T")],
+        type_constraints=[("T", ["tensor(float)", "tensor(float16)"], ""), ("M", ["tensor(int32)"], "")],
+        attributes=[OpSchema.Attribute("num_heads", OpSchema.AttrType.INT, "number of heads", required=True)],
+    ))
+
+
+def _attention_translation() -> dict[Any, Any]:
+    """How `torch.ops.nlp.self_attention` (nlp.models.export_attention) is written in ONNX: one
+    onnxruntime `com.microsoft.Attention` node. Its weight input is the (H, 3H) transpose of the
+    fused qkv weight (columns q | k | v), which the constant folding below turns into an
+    initializer, as the int8 quantizer's QAttention needs; its mask is the (B, T) int32 key
+    padding mask ("raw attention mask", 1 = attend)."""
+    import onnx
+    import onnxscript
+    from onnxscript import opset18 as op
+
+    _register_attention_schema()
+    ms = onnxscript.values.Opset("com.microsoft", 1)
+
+    def self_attention(x, qkv_weight, qkv_bias, key_padding, num_heads: int):
+        weight = op.Transpose(qkv_weight, perm=[1, 0])
+        mask = op.Cast(key_padding, to=onnx.TensorProto.INT32)
+        return ms.Attention(x, weight, qkv_bias, mask, num_heads=num_heads)
+
+    return {torch.ops.nlp.self_attention.default: self_attention}
+
+
 def _write_onnx(model: PreTrainedEncoder, task: str, batch: dict[str, np.ndarray], path: Path,
-                opset: int | None) -> int:
+                opset: int | None, attention: str) -> int:
     """Export `model` to `path`; returns the opset written."""
     import onnx
 
@@ -153,10 +202,12 @@ def _write_onnx(model: PreTrainedEncoder, task: str, batch: dict[str, np.ndarray
     dynamic = {name: {0: dims["batch"], 1: dims["sequence"]} for name in inputs}
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     try:
-        with torch.no_grad(), _quiet_exporter():
+        fused = attention == "fused"
+        with torch.no_grad(), _quiet_exporter(), (fused_attention_export() if fused else contextlib.nullcontext()):
             program = torch.onnx.export(wrapper, example, dynamo=True, input_names=list(inputs),
                                         output_names=list(outputs), dynamic_shapes=dynamic,
-                                        opset_version=opset, report=False, verbose=False)
+                                        opset_version=opset, report=False, verbose=False,
+                                        custom_translation_table=_attention_translation() if fused else None)
             # Fold what the default limits (8,192 input elements) leave unfolded: slices of a
             # weight (the pooled-only last layer reads q and k/v rows of its fused qkv) stay
             # run-time Slices, whose MatMuls the int8 quantizer cannot take (their weight is
@@ -229,8 +280,10 @@ def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
 
 def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize: str | None = None,
                  opset: int | None = None, task: str | None = None, force: bool = False,
-                 texts: list[str] | None = None) -> ExportResult:
+                 texts: list[str] | None = None, attention: str = "fused") -> ExportResult:
     """Export the head model of a run or model directory to `out` (see the module docstring).
+    `attention`: "fused" writes each layer's self-attention as one onnxruntime Attention node
+    (QAttention in int8); "standard" uses only standard ONNX ops, for other ONNX runtimes.
 
     Raises ConfigError for bad arguments (before any work), ExportError when the exporter fails
     or the fp32 model's logits differ from PyTorch's by more than 1e-4 on the check texts."""
@@ -239,6 +292,8 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
         raise ConfigError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)} (or leave it out for fp32)")
     _check_opset(opset)
+    if attention not in ATTENTION_CHOICES:
+        raise ConfigError(f"--attention {attention!r}: choose one of {', '.join(ATTENTION_CHOICES)}")
     if out.exists() and not force:
         raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
     if out.exists() and not out.is_dir():
@@ -262,7 +317,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would follow DIR; a served export is shared
     try:
         fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
-        written_opset = _write_onnx(model, task, batch, fp32_path, opset)
+        written_opset = _write_onnx(model, task, batch, fp32_path, opset, attention)
         fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
         model.config.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -279,7 +334,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         ins, outs = _shapes(task, model.config.num_labels)
         manifest: dict[str, Any] = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
-            "precision": "fp32", "opset": written_opset, "inputs": ins, "outputs": outs, "crf": crf_file,
+            "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs, "crf": crf_file,
             "quantization": None,
             "source": {"path": str(Path(source).expanduser().resolve()), "kind": kind, "recipe": recipe},
             "versions": _versions(),

@@ -21,6 +21,9 @@ QUANTIZE_CHOICES = ("int8",)
 # "classifier" (the MatMul(s) that produce the outputs).
 KEEP_FP32: tuple[str, ...] = ("classifier",)
 PER_CHANNEL = False
+# onnxruntime's Attention (a fused export, nlp.models.export_attention) becomes QAttention: its
+# qkv projection an int8 GEMM
+_OPS = ("MatMul", "Gather", "Attention")
 
 
 def gemms_to_matmuls(model: Any) -> int:
@@ -105,11 +108,11 @@ def quantize_int8(src: Path, dst: Path, *, keep_fp32: tuple[str, ...] = KEEP_FP3
     # the quantizer logs every node at INFO and advises pre-processing at WARNING (it is not needed here)
     logging.getLogger().setLevel(max(previous, logging.ERROR))
     try:
-        quantize_dynamic(str(plain), str(dst), op_types_to_quantize=["MatMul", "Gather"], per_channel=per_channel,
+        quantize_dynamic(str(plain), str(dst), op_types_to_quantize=list(_OPS), per_channel=per_channel,
                          weight_type=QuantType.QInt8, nodes_to_exclude=excluded,
                          extra_options={"MatMulConstBOnly": True})
     finally:
         logging.getLogger().setLevel(previous)
         plain.unlink(missing_ok=True)
     return {"method": "onnxruntime dynamic", "weight_type": "int8", "per_channel": per_channel, "gemms_as_matmul": gemms,
-            "ops": ["MatMul", "Gather"], "kept_fp32": {g: groups[g] for g in keep_fp32}}
+            "ops": list(_OPS), "kept_fp32": {g: groups[g] for g in keep_fp32}}

@@ -18,7 +18,8 @@ Under `torch.export` (`torch.compiler.is_exporting()`, as in `nlp export`) the m
 plain ATen ops: the fast paths step aside (no oneDNN ops, which ONNX cannot express, and no fused
 addmm epilogues, whose 2-D Gemm nodes onnxruntime's int8 quantizer skips), the attention mask is
 always applied, and no check reads tensor values (the exported graph must not depend on the
-example it was traced with).
+example it was traced with). Inside `nlp.models.export_attention.fused_attention_export()` each
+layer's attention traces as one op, which the exporter writes as onnxruntime's Attention node.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from nlp._common import DataError
 
 from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder
 from .config import ErnieConfig
+from .export_attention import fused_attention_enabled
 from .fast_paths import Rows, TorchOps, select_ops
 
 try:  # optional: only used on CUDA for packed rows
@@ -65,6 +67,9 @@ class _Attention:
     # bool, True = may attend (under torch.export: additive float, 0 or the dtype's minimum);
     # (B,1,1,T) or (B,1,T,T); None = attend everywhere
     mask: torch.Tensor | None = None
+    # exporting with one op per layer's attention (nlp.models.export_attention): the (B, T)
+    # attention_mask that op takes
+    key_padding: torch.Tensor | None = None
     # flash-attn varlen (packed rows on CUDA): flat indices of real tokens, cumulative lengths
     indices: torch.Tensor | None = None
     cu_seqlens: torch.Tensor | None = None
@@ -100,7 +105,8 @@ def _build_attention(attention_mask, pack_ids, device_type: str, dtype: torch.dt
         # adds it to the scores, where a bool mask becomes Where/IsNaN guards over every
         # (B, heads, T, T) score tensor, a fifth of onnxruntime's int8 time on ernie-3.0-mini.
         keep = attention_mask[:, None, None, :].to(dtype)
-        return _Attention(mask=(1.0 - keep) * torch.finfo(dtype).min)  # (B,1,1,T)
+        mask = (1.0 - keep) * torch.finfo(dtype).min  # (B,1,1,T)
+        return _Attention(mask=mask, key_padding=attention_mask if fused_attention_enabled() else None)
     return _Attention(mask=attention_mask[:, None, None, :].bool())  # (B,1,1,T) key padding
 
 
@@ -159,6 +165,8 @@ class ErnieLayer(nn.Module):
         """Multi-head self-attention before the output projection, (B, T, H)."""
         B, T, H = x.shape
         p = self.attn_dropout if self.training else 0.0
+        if attn.key_padding is not None:  # exporting: one onnxruntime Attention node
+            return torch.ops.nlp.self_attention(x, self.qkv.weight, self.qkv.bias, attn.key_padding, self.num_heads)
         qkv = self.ops.linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3H)
         if attn.indices is not None:  # packed rows, flash-attn varlen on CUDA
             qkv = qkv.reshape(B * T, 3, self.num_heads, self.head_dim)[attn.indices]  # (N, 3, nh, hd)

@@ -66,4 +66,6 @@ def exports(sources, tmp_path_factory) -> dict[str, Path]:
     for name in ("text-classification", "ner-crf", "question-answering"):
         out[name] = export_model(sources[name], root / name).out
     out["ner-crf-int8"] = export_model(sources["ner-crf"], root / "ner-crf-int8", quantize="int8").out
+    out["ner-standard"] = export_model(sources["token-classification"], root / "ner-standard",
+                                       attention="standard").out
     return out

@@ -57,6 +57,57 @@ def test_padding_is_masked_by_an_additive_mask_not_where_guards(exports, name):
     assert not ops & {"Where", "IsNaN"}, sorted(ops)
 
 
+def _graph_ops(directory):
+    import onnx
+
+    return [(n.domain or "ai.onnx", n.op_type)
+            for n in onnx.load(str(directory / "model.onnx"), load_external_data=False).graph.node]
+
+
+@pytest.mark.parametrize("name", ["text-classification", "ner-crf", "question-answering"])
+def test_each_layer_attends_in_one_onnxruntime_attention_node(exports, name):
+    """The default export writes a layer's qkv projection, head split, attention and merge as one
+    com.microsoft Attention node (the equality test above checks its numbers). Classification's
+    last layer may take the [CLS]-rows path (standard ops): only the [CLS] query is needed."""
+    ops = _graph_ops(exports[name])
+    fused = ops.count(("com.microsoft", "Attention"))
+    layers = 4  # the shipped ernie-tiny-zh
+    assert fused == layers or (name == "text-classification" and fused == layers - 1), ops
+    assert read_manifest(exports[name])["attention"] == "fused"
+
+
+def test_standard_attention_export_uses_standard_onnx_ops_and_equals_pytorch(sources, exports):
+    d = exports["ner-standard"]
+    assert read_manifest(d)["attention"] == "standard"
+    ops = _graph_ops(d)
+    assert all(domain == "ai.onnx" for domain, _ in ops), sorted(set(ops))
+    assert ("ai.onnx", "Softmax") in ops
+    model_dir = sources["token-classification"]
+    ref = TorchBackend(get_task("token-classification").head.from_pretrained(model_dir))
+    batch = check_batch("token-classification", load_tokenizer(model_dir), 128, check_texts(16))
+    assert compare_outputs(ref(batch), OnnxBackend(d)(batch), batch["attention_mask"]).max_abs_diff <= 1e-4
+
+
+def test_cpu_sessions_leave_skip_layer_norm_unfused(exports, tmp_path, monkeypatch):
+    """onnxruntime's CPU SkipLayerNormalization kernel was 2.5x slower than the LayerNormalization
+    + Add it replaces (nlp.deploy.backend.CPU_DISABLED_OPTIMIZERS): the optimized graph keeps them."""
+    import onnx
+    import onnxruntime as ort
+
+    optimized = tmp_path / "optimized.onnx"
+    real = ort.InferenceSession
+
+    def recording(path, options=None, **kwargs):
+        options = options or ort.SessionOptions()
+        options.optimized_model_filepath = str(optimized)
+        return real(path, options, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", recording)
+    OnnxBackend(exports["ner-crf-int8"])
+    ops = {n.op_type for n in onnx.load(str(optimized)).graph.node}
+    assert "LayerNormalization" in ops and "SkipLayerNormalization" not in ops, sorted(ops)
+
+
 def test_manifest_lists_task_io_opset_precision_source_and_sha256(sources, exports):
     d = exports["ner-crf"]
     m = read_manifest(d)
@@ -111,7 +162,10 @@ def test_int8_is_small_and_agrees_with_pytorch(sources, exports):
     floats = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.FLOAT}
     by_name = {n.name: n for n in graph.node}
     assert kept and all(by_name[k].op_type == "MatMul" and by_name[k].input[1] in floats for k in kept)
-    assert sum(n.op_type == "MatMulInteger" for n in graph.node) >= 4 * 4  # 4 layers: qkv, out, ffn in/out
+    # 4 layers: the qkv projection inside QAttention, out and ffn in/out as int8 MatMuls
+    assert sum(n.op_type == "QAttention" and n.domain == "com.microsoft" for n in graph.node) == 4
+    assert sum(n.op_type == "MatMulInteger" for n in graph.node) >= 4 * 3
+    assert m["attention"] == "fused" and "Attention" in m["quantization"]["ops"]
     assert not any(n.op_type == "Gemm" for n in graph.node)
     agreement = m["check"]["int8"]["label_agreement"]
     assert 0.9 <= agreement <= 1.0
@@ -156,6 +210,8 @@ def test_bad_input_gives_clear_errors_and_writes_nothing(sources, tmp_path, monk
         export_model(sources["text-classification"], sources["text-classification"], force=True)
     with pytest.raises(ConfigError, match="--quantize 'int4'"):
         export_model(sources["ner-crf"], out, quantize="int4")
+    with pytest.raises(ConfigError, match="--attention 'flash': choose one of fused, standard"):
+        export_model(sources["ner-crf"], out, attention="flash")
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     with pytest.raises(ConfigError, match="exists; choose another directory or pass --force"):
