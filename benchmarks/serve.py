@@ -12,7 +12,8 @@ Sides, each a server in its own process, alternating over several rounds, best r
 
 Printed per side: requests/s, p50 / p99 latency, errors (non-200 or dropped), and the server's
 resident memory after start, after `--warmup` requests (2,000), and after each quarter of the
-measured requests; growth is from after the warm-up to the end. The model: the shapes of
+measured requests, each taken with the server at rest (1.5 s after the last answer); growth is
+from after the warm-up to the end. The model: the shapes of
 ernie-3.0-mini-zh with random weights and a 2-label head (speed does not depend on the
 weights), ernie-tiny-zh's tokenizer; `--model DIR` serves a run or model directory instead.
 
@@ -194,6 +195,14 @@ def server_command(side: str, model: Path, port: int, precision: str) -> list[st
     return cmd + (["--max-batch-requests", "1"] if side == "no-batching" else [])
 
 
+def _rss_at_rest(pid: int, rest_s: float = 1.5) -> int:
+    """Resident memory once the server has been idle `rest_s` seconds: what it keeps, without
+    the batch in flight at the moment of sampling (our server gives freed heap memory back
+    0.5 s into a rest, nlp/deploy/heap.py; the peer has no such step)."""
+    time.sleep(rest_s)
+    return _rss(pid)
+
+
 def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precision: str) -> dict:
     port = _free_port()
     proc = subprocess.Popen(server_command(side, model, port, precision), stdout=subprocess.DEVNULL,
@@ -202,7 +211,7 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
         _wait_ready(port, proc)
         rss_start = _rss(proc.pid)
         asyncio.run(_load(port, warmup))
-        rss_before = _rss(proc.pid)
+        rss_before = _rss_at_rest(proc.pid)
         # the measured requests in four quarters, resident memory after each: a leak keeps
         # climbing, caches filling up level off
         latencies, errors, seconds, rss_quarters = [], [], 0.0, []
@@ -211,8 +220,8 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
             latencies += lat
             errors += err
             seconds += sec
-            rss_quarters.append(_rss(proc.pid) / 2**20)
-        rss_after = _rss(proc.pid)
+            rss_quarters.append(_rss_at_rest(proc.pid) / 2**20)
+        rss_after = rss_quarters[-1] * 2**20
     finally:
         proc.terminate()
         try:

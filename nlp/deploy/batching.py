@@ -59,12 +59,14 @@ class DynamicBatcher:
     """A bounded queue of jobs and the worker thread that batches them (see the module doc).
 
     `run_batch(key, jobs)` returns one list of results per job, in order; it runs in the
-    worker thread. `on_batch(stats)` is called after each forward pass.
+    worker thread. `on_batch(stats)` is called after each forward pass; `on_idle()` once the
+    queue has stayed empty for `idle_s` seconds after a batch (the worker is then at rest).
     """
 
     def __init__(self, run_batch: Callable[[Hashable, list[Job]], list[list[Any]]], *, max_batch_tokens: int,
                  max_wait_s: float, max_queue: int, max_batch_requests: int | None = None,
-                 on_batch: Callable[[BatchStats], None] | None = None) -> None:
+                 on_batch: Callable[[BatchStats], None] | None = None,
+                 on_idle: Callable[[], None] | None = None, idle_s: float = 0.5) -> None:
         if max_batch_tokens < 1 or max_queue < 1 or max_wait_s < 0:
             raise ValueError(f"max_batch_tokens={max_batch_tokens}, max_queue={max_queue} must be >= 1 and "
                              f"max_wait_s={max_wait_s} >= 0")
@@ -74,6 +76,9 @@ class DynamicBatcher:
         self.max_queue = max_queue
         self.max_batch_requests = max_batch_requests or None
         self._on_batch = on_batch
+        self._on_idle = on_idle
+        self.idle_s = idle_s
+        self._ran_since_idle = False
         self._pending: deque[Job] = deque()
         self._depth = 0  # inputs waiting or running
         self._cond = threading.Condition()
@@ -131,11 +136,15 @@ class DynamicBatcher:
         return chosen, full
 
     def _next_batch(self) -> list[Job] | None:
+        """The next batch; None when stopping; [] when the queue went idle after work."""
         with self._cond:
             while not self._pending:
                 if self._stopping:
                     return None
-                self._cond.wait()
+                waiting_for_idle = self._ran_since_idle and self._on_idle is not None
+                if not self._cond.wait(self.idle_s if waiting_for_idle else None) and waiting_for_idle:
+                    self._ran_since_idle = False
+                    return []
             key = self._pending[0].key
             deadline = self._pending[0].arrived + self.max_wait_s
             while True:
@@ -150,7 +159,18 @@ class DynamicBatcher:
 
     def _loop(self) -> None:
         while (jobs := self._next_batch()) is not None:
+            if not jobs:
+                self._idle()
+                continue
+            self._ran_since_idle = True
             self._run(jobs)
+
+    def _idle(self) -> None:
+        assert self._on_idle is not None
+        try:
+            self._on_idle()
+        except Exception:  # noqa: BLE001 - housekeeping must not stop the worker
+            logger.exception("on_idle failed")
 
     def _run(self, jobs: list[Job]) -> None:
         start = time.perf_counter()

@@ -89,7 +89,8 @@ class _ModelServer:
             self._warm_up(served)
             batcher = DynamicBatcher(self._run_batch, max_batch_tokens=self.config.max_batch_tokens,
                                      max_wait_s=self.config.max_batch_wait_ms / 1000, max_queue=self.config.max_queue,
-                                     max_batch_requests=self.config.max_batch_requests, on_batch=self._on_batch)
+                                     max_batch_requests=self.config.max_batch_requests, on_batch=self._on_batch,
+                                     on_idle=self.heap.trim)
             batcher.start()
             self.batcher = batcher
             self.served = served

@@ -195,6 +195,42 @@ def test_batcher_respects_the_budget_and_isolates_failures():
     assert all(len(b) == 1 for b in seen)
 
 
+def test_batcher_calls_on_idle_once_the_queue_rests_after_work():
+
+    from nlp.deploy.batching import DynamicBatcher, Job
+
+    idle = threading.Event()
+    calls: list[float] = []
+
+    def on_idle():
+        calls.append(time.monotonic())
+        idle.set()
+
+    batcher = DynamicBatcher(lambda key, jobs: [j.items for j in jobs], max_batch_tokens=100, max_wait_s=0.0,
+                             max_queue=50, on_idle=on_idle, idle_s=0.2)
+    batcher.start()
+    time.sleep(0.5)
+    assert calls == []  # no work yet: nothing to give back
+    done = time.monotonic()
+    assert batcher.submit(Job([1])).result(timeout=30) == [1]
+    assert idle.wait(timeout=30)
+    assert calls[0] - done >= 0.2  # only after idle_s at rest
+    time.sleep(0.6)
+    assert len(calls) == 1  # once per rest, not every idle_s
+    idle.clear()
+    assert batcher.submit(Job([2])).result(timeout=30) == [2]
+    assert idle.wait(timeout=30) and len(calls) == 2
+    batcher.stop(timeout=30)
+
+    failing = DynamicBatcher(lambda key, jobs: [j.items for j in jobs], max_batch_tokens=100, max_wait_s=0.0,
+                             max_queue=50, on_idle=lambda: 1 / 0, idle_s=0.05)
+    failing.start()
+    assert failing.submit(Job([3])).result(timeout=30) == [3]
+    time.sleep(0.3)  # on_idle raised: logged, and the worker goes on
+    assert failing.submit(Job([4])).result(timeout=30) == [4]
+    failing.stop(timeout=30)
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -577,5 +613,7 @@ def test_heap_trimmer_trims_at_most_once_per_interval(monkeypatch):
     assert t.available and not t.maybe_trim() and calls == []  # too soon
     t.every_s = 0
     assert t.maybe_trim() and t.maybe_trim() and calls == [0, 0] and t.trims == 2
+    t.every_s = 3600
+    assert t.trim() and calls == [0, 0, 0] and not t.maybe_trim()  # trim() now; then the interval again
     monkeypatch.setattr(heap, "_malloc_trim", lambda: None)  # no glibc: nothing to do, never an error
-    assert not heap.HeapTrimmer(every_s=0).maybe_trim()
+    assert not heap.HeapTrimmer(every_s=0).maybe_trim() and not heap.HeapTrimmer().trim()
