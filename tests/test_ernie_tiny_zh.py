@@ -110,10 +110,10 @@ def test_predicts_masked_words_far_above_chance(loaded):
     torch.manual_seed(0)
     untrained = type(model)(model.config).eval()
     untrained_ranks = [_rank(untrained, tok, t, w, c) for t, w in CASES for c in (False, True)]
-    # vocabulary of 7,000 (one token per character): chance is ~3,500; the shipped model (v4) has
-    # median rank 22 (top 0.3%), 8 of the 18 in its top 20 (v3: median 15, 12; v2: median 26, 8).
-    # These sentences lean on v3's corpus (reviews, the novel); on held-out rows of v4's
-    # six-source corpus v4 predicts 29.4% of masked tokens, v3's weights 18.7%.
+    # vocabulary of 7,000 (one token per character): chance is ~3,500; the shipped model (v5) has
+    # median rank 15 (top 0.2%), 10 of the 18 in its top 20 (v4: median 22, 8; v3: median 15, 12;
+    # v2: median 26, 8). On held-out rows of the six-source corpus v5 predicts 32.1% of masked
+    # tokens, v4 29.4%, v3's weights 18.7%.
     assert statistics.median(ranks) < 50, ranks
     assert statistics.median(untrained_ranks) > 1500, untrained_ranks
     assert sum(r < 20 for r in ranks) >= 8, ranks
