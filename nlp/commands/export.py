@@ -8,6 +8,7 @@ EPILOG = """examples:
   nlp export runs/sentiment-reviews --out export/sentiment            # fp32 ONNX
   nlp export runs/sentiment-reviews --out export/sentiment-int8 --quantize int8
   nlp export runs/ner/model --out export/ner --opset 20 --force       # replace an existing DIR
+  nlp export runs/ner --out export/ner-portable --attention standard  # standard ONNX ops only (other runtimes)
   nlp predict export/sentiment-int8 --input reviews.txt               # then use it like a run
   nlp evaluate export/sentiment-int8 --data test    # the int8 model's accuracy on the run's test split
 
