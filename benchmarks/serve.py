@@ -220,8 +220,8 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
             latencies += lat
             errors += err
             seconds += sec
-            rss_quarters.append(_rss_at_rest(proc.pid) / 2**20)
-        rss_after = rss_quarters[-1] * 2**20
+            rss_quarters.append(_rss_at_rest(proc.pid))
+        rss_after = rss_quarters[-1]
     finally:
         proc.terminate()
         try:
@@ -234,7 +234,7 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
             "p50_ms": 1000 * statistics.median(latencies) if latencies else float("nan"),
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] if latencies else float("nan"),
             "errors": len(errors),
-            "rss_start_mb": rss_start / 2**20, "rss_quarters_mb": rss_quarters,
+            "rss_start_mb": rss_start / 2**20, "rss_quarters_mb": [q / 2**20 for q in rss_quarters],
             "rss_before_mb": rss_before / 2**20, "rss_after_mb": rss_after / 2**20,
             "rss_growth_pct": 100 * (rss_after - rss_before) / rss_before}
 

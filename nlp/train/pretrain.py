@@ -374,8 +374,8 @@ def grow_layers(model: ErnieForMaskedLM, layer_map: Sequence[int]) -> ErnieForMa
     source = model.backbone.layers
     state = {k: v for k, v in model.state_dict().items() if not k.startswith("backbone.layers.")}
     for i, j in enumerate(layer_map):
-        state.update({f"backbone.layers.{i}.{k}": v.clone() for k, v in source[j].state_dict().items()})
-    grown.load_state_dict(state)
+        state.update({f"backbone.layers.{i}.{k}": v for k, v in source[j].state_dict().items()})
+    grown.load_state_dict(state)  # copies into grown's own parameters: no tensor is shared
     return grown
 
 
