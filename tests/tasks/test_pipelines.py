@@ -264,3 +264,35 @@ def test_pipelines_do_not_import_onnxruntime():
             "sys.exit(1 if any(m.split('.')[0] in ('onnxruntime', 'onnx', 'nlp') and "
             "(m.startswith('onnx') or m.startswith('nlp.deploy')) for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("task", ["text-classification", "token-classification", "question-answering"])
+def test_padding_to_a_multiple_changes_shapes_not_results(dirs, task):
+    """What a server uses to keep batch shapes few: rows padded up to a multiple of 16, outputs as
+    without it (the padding is masked and trimmed away)."""
+    from nlp.tasks.backend import TorchBackend
+
+    d = dirs["wordpiece"][task]
+    spec = get_task(task)
+    counting = _CountingBackend(TorchBackend(spec.head.from_pretrained(d)))
+    padded = spec.pipeline(counting, d, batch_size=2, max_length=128, pad_to_multiple_of=16)
+    plain = spec.pipeline(d, batch_size=2, max_length=128)
+    if task == "question-answering":
+        q = dict(question=["谁在北京？", "李四是谁的人？"], context=[CONTEXT, CONTEXT[:40]])
+        got, want = padded(**q), plain(**q)
+        assert [(a["start"], a["end"], a["answer"]) for a in got] == [(a["start"], a["end"], a["answer"]) for a in want]
+        assert [a["score"] for a in got] == pytest.approx([a["score"] for a in want], abs=1e-5)
+    else:
+        got, want = (padded(TEXTS), plain(TEXTS)) if task == "token-classification" else \
+            (padded(TEXTS, top_k=None), plain(TEXTS, top_k=None))
+        key = "type" if task == "token-classification" else "label"
+        assert [[(x[key], x.get("start"), x.get("end")) for x in r] for r in got] == \
+            [[(x[key], x.get("start"), x.get("end")) for x in r] for r in want]
+        assert [x["score"] for r in got for x in r] == pytest.approx([x["score"] for r in want for x in r], abs=1e-5)
+    lengths = {shape[1] for shape in counting.rows}
+    assert lengths and all(n % 16 == 0 for n in lengths)
+    with pytest.raises(ConfigError, match="pad_to_multiple_of must be a positive int"):
+        spec.pipeline(d, pad_to_multiple_of=0)
+    # rows of the model's 130 positions would pad to 144: refused with the length that works
+    with pytest.raises(ConfigError, match="to 144 tokens, past the model's 130 positions; give a max_length of at most 128"):
+        spec.pipeline(d, max_length=130, pad_to_multiple_of=16)
