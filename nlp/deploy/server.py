@@ -45,7 +45,7 @@ from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull
 from nlp.deploy.heap import HeapTrimmer
 from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
 from nlp.deploy.server_config import ServeConfig
-from nlp.deploy.server_model import ServingModel, load_pipeline_for_serving
+from nlp.deploy.server_model import ServingModel, load_pipeline_for_serving, warm_up_shapes
 from nlp.deploy.server_openapi import openapi_document
 from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, split_outputs
 
@@ -100,18 +100,21 @@ class _ModelServer:
             logger.error("could not load the model: %s", self.load_error)
 
     def _warm_up(self, served: ServingModel) -> None:
-        """One forward pass of the largest batch the budget allows (full-length windows), before
-        the server reports ready: the kernels of that shape are built and the allocator's largest
-        blocks exist before the first request, so neither happens under load. A model that cannot
-        run that batch fails to load (/health says why) instead of failing requests later."""
+        """Batches of every shape kind the server will run (server_model.warm_up_shapes: the
+        largest batch, every padded length, every GEMM row bucket), before the server reports
+        ready: kernels are compiled and the allocator reaches its high-water mark before the
+        first request, so neither happens under load, nor grows resident memory then. A model
+        that cannot run the largest batch fails to load (/health says why) instead of failing
+        requests later."""
         adapter = adapter_for(served.task)
-        n = max(1, self.config.max_batch_tokens // served.max_length)
-        items = adapter.warm_up_items(served.max_length, n)
-        served.pipeline.batch_size = n
+        shapes = warm_up_shapes(served.pipeline, self.config.max_batch_tokens)
         start = time.perf_counter()
         with served.autocast():
-            adapter.run(served, items, adapter.call_key({}))
-        logger.info("warm-up: %d windows of %d tokens in %.2f s", n, served.max_length, time.perf_counter() - start)
+            for rows, tokens in shapes:
+                served.pipeline.batch_size = rows
+                adapter.run(served, adapter.warm_up_items(tokens, rows), adapter.call_key({}))
+        logger.info("warm-up: %d batches (%d windows of %d tokens first) in %.2f s", len(shapes), shapes[0][0],
+                    shapes[0][1], time.perf_counter() - start)
 
     def _run_batch(self, key: Any, jobs: list[Job]) -> list[list[Any]]:
         served = self.served

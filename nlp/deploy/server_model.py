@@ -25,17 +25,21 @@ import torch
 
 from nlp._common import ConfigError, DataError, NlpError, did_you_mean
 from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
-from nlp.models import cpu_has_fast_bf16, limit_onednn_cache
+from nlp.models import ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_has_fast_bf16, limit_onednn_cache
+from nlp.models.fast_paths import gemm_row_bucket
 from nlp.deploy.server_config import PRECISIONS
 from nlp.tasks.model_dirs import find_model_dir, run_recipe, task_of_model
 from nlp.tasks.pipelines import Pipeline
 from nlp.tasks.registry import TaskSpec, get_task
 
-__all__ = ["ServingModel", "check_servable", "load_pipeline_for_serving", "serving_precision"]
+__all__ = ["PAD_MULTIPLE", "ServingModel", "check_servable", "load_pipeline_for_serving", "padded_lengths",
+           "warm_up_shapes",
+           "serving_pad_multiple", "serving_precision"]
 
 logger = logging.getLogger(__name__)
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+PAD_MULTIPLE = 16  # a PyTorch server's batch lengths are multiples of this (serving_pad_multiple)
 
 
 @dataclass
@@ -72,6 +76,52 @@ def serving_precision(requested: str, device: torch.device) -> str:
         raise ConfigError("precision 'fp16' needs a CUDA device; on the CPU use bf16 (fast on CPUs with "
                           "AVX512-BF16 or AMX), fp32, or auto")
     return requested
+
+
+def serving_pad_multiple(max_length: int, max_positions: int) -> int | None:
+    """What a PyTorch server pads each batch's length up to a multiple of (None: no rounding).
+
+    PyTorch keeps compiled CPU kernels per sequence length for good (the bf16 attention's
+    per-thread brgemm kernels: about 4 MB for each length first seen, measured on ernie-tiny-zh),
+    so a server that saw every length from 1 to 128 would hold hundreds of MB more than after its
+    warm-up. Rounding lengths up to a multiple of 16 leaves max_length / 16 shapes, which the
+    warm-up builds before the server is ready; the extra padding costs at most 15 tokens a row.
+    No rounding where it would exceed the position embeddings."""
+    padded = -(-max_length // PAD_MULTIPLE) * PAD_MULTIPLE
+    return PAD_MULTIPLE if padded <= max_positions else None
+
+
+def padded_lengths(pipe: Pipeline) -> list[int]:
+    """Every padded batch length the pipeline can produce, when it rounds lengths (else [])."""
+    m = pipe.pad_to_multiple_of
+    if m is None:
+        return []
+    return list(range(m, -(-pipe.max_length // m) * m + 1, m))
+
+
+def warm_up_shapes(pipe: Pipeline, max_batch_tokens: int) -> list[tuple[int, int]]:
+    """(rows, tokens per row) of the batches a PyTorch server runs before it is ready: the largest
+    batch the budget allows at full length, two rows at every shorter padded length (attention
+    kernels are per length), then batches reaching each GEMM row bucket up to the budget not
+    reached yet (GEMM kernels are per row count: nlp.models.fast_paths.gemm_row_bucket). After
+    them, requests meet compiled kernels only. Without rounding (an export on onnxruntime), the
+    largest batch alone."""
+    full = max(1, max_batch_tokens // pipe.max_length)
+    shapes = [(full, pipe.max_length)]
+    lengths = [n for n in padded_lengths(pipe) if n < pipe.max_length]
+    if not lengths:
+        return shapes
+    shapes += [(2, n) for n in lengths]
+    reached = {gemm_row_bucket(rows * n) for rows, n in shapes}
+    bucket, top = gemm_row_bucket(1), gemm_row_bucket(max(max_batch_tokens, full * pipe.max_length))
+    while bucket <= top:
+        if bucket not in reached:  # the most rows of the longest padded length that land in it
+            for n in sorted(lengths + [pipe.max_length], reverse=True):
+                if bucket // n >= 1 and gemm_row_bucket(bucket // n * n) == bucket:
+                    shapes.append((bucket // n, n))
+                    break
+        bucket = gemm_row_bucket(bucket + 1)
+    return shapes
 
 
 def _labels(config: Any, spec: TaskSpec) -> list[str] | None:
@@ -113,15 +163,17 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     run's training length, else the pipeline's default.
     """
     model_dir, spec = _resolve(model_path, task)
-    # every batch shape compiles a oneDNN kernel (bf16 autocast included): keep their cache bounded,
-    # or a server's memory grows with the variety of request lengths
-    limit_onednn_cache()
+    # every GEMM shape compiles a oneDNN kernel (bf16 autocast included): a server runs its GEMMs
+    # in row buckets (below) and keeps all of their kernels, never recompiling
+    limit_onednn_cache(ONEDNN_SERVING_CACHE_ENTRIES)
     if is_export_dir(model_dir):
         return _load_export(model_dir, spec, precision, device, max_length)
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     chosen = serving_precision(precision, device)
     max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
     pipe = spec.pipeline(model_dir, device=device, max_length=max_length)
+    pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_position_embeddings)
+    bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec),
                         model=str(model_dir), backend="torch", precision=chosen, device=str(device),

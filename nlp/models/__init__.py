@@ -10,7 +10,8 @@ from .dropout import Dropout
 from .ernie import ErnieForMaskedLM, ErnieModel
 from .presets import PRESETS, preset_config
 from .hardware import cpu_bf16_flags, cpu_has_fast_bf16
-from ._linear import limit_onednn_cache
+from ._linear import ONEDNN_SERVING_CACHE_ENTRIES, limit_onednn_cache
+from .fast_paths import bucket_gemm_rows
 from ._pdparams import UnsafePickleError, load_pdparams
 from .convert_paddle import convert_paddle_checkpoint
 
@@ -28,6 +29,8 @@ __all__ = [
     "cpu_bf16_flags",
     "cpu_has_fast_bf16",
     "limit_onednn_cache",
+    "ONEDNN_SERVING_CACHE_ENTRIES",
+    "bucket_gemm_rows",
     # --- PaddleNLP converter ---
     "convert_paddle_checkpoint",
     "load_pdparams",

@@ -24,19 +24,22 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["linear", "linear_gelu", "linear_add", "onednn_linear_available", "limit_onednn_cache",
-           "ONEDNN_CACHE_ENTRIES"]
+           "ONEDNN_CACHE_ENTRIES", "ONEDNN_SERVING_CACHE_ENTRIES"]
 
 # oneDNN keeps a compiled matmul per shape (up to 1,024 by default). With dynamic padding every
 # batch length is a new shape, and the cache grew a bf16 fine-tune by ~5 MB a step (ernie-tiny-zh:
 # 1.1 GB -> 1.8 GB over 120 steps). 64 entries kept the step time (156 vs 162 ms) at fp32's memory
 # level; 16 cost 15% (recompiling).
 ONEDNN_CACHE_ENTRIES = 64
+# A server's GEMMs in row buckets (nlp.models.fast_paths.gemm_row_bucket) come in ~32 row counts x
+# 4 weight shapes per layer, plus the heads': all cached, none recompiled after the warm-up.
+ONEDNN_SERVING_CACHE_ENTRIES = 256
 
 
-def limit_onednn_cache() -> None:
+def limit_onednn_cache(entries: int = ONEDNN_CACHE_ENTRIES) -> None:
     """Bound oneDNN's per-shape cache; effective before the process's first oneDNN matmul (it
     reads the setting once). A value the user exported is kept."""
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_ENTRIES))
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(entries))
 
 
 def onednn_linear_available() -> bool:

@@ -254,7 +254,8 @@ class ErnieModel(PreTrainedEncoder):
         pooled = None
         if self.pooler is not None:
             cls = _cls_rows(pack_ids, x.shape[0], x.device)
-            pooled = torch.tanh(self.pooler(x[cls.batch, cls.position]))  # (B, H) or (S, H)
+            pooled = torch.tanh(self.ops.linear(x[cls.batch, cls.position], self.pooler.weight,
+                                                self.pooler.bias))  # (B, H) or (S, H)
         return EncoderOutput(last_hidden_state=x, pooler_output=pooled)
 
     def pooled_output(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

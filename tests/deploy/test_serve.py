@@ -376,10 +376,12 @@ class _RecordingPipeline:
 
 
 @pytest.mark.parametrize("task", ["text-classification", "question-answering"])
-def test_a_warm_up_batch_of_the_largest_shape_runs_before_ready(models, task):
-    """Kernels for the largest batch are built and memory reaches its high-water mark before the
-    first request, not under load; the warm-up is not counted in the metrics."""
+def test_the_warm_up_runs_every_kind_of_shape_before_ready(models, task):
+    """Kernels for the largest batch, every padded length and every GEMM row bucket are built,
+    and memory reaches its high-water mark, before the first request, not under load; the
+    warm-up is not counted in the metrics."""
     from nlp.deploy.server_model import load_pipeline_for_serving
+    from nlp.models.fast_paths import gemm_row_bucket
 
     calls = []
 
@@ -390,15 +392,23 @@ def test_a_warm_up_batch_of_the_largest_shape_runs_before_ready(models, task):
 
     with fx.running(_config(models, task, max_batch_tokens=1024), loader=recording_loader) as url:
         info = httpx.get(url + "/info").json()
-        assert len(calls) == 1  # ready: the warm-up ran, and nothing else yet
+        max_length = info["max_length"]
         n, batch_size, longest = calls[0]
         # full-length windows (the text, or question + context, fills max_length) filling the budget
-        assert n == batch_size == 1024 // info["max_length"] >= 1
-        assert longest >= info["max_length"] - 7
+        assert n == batch_size == 1024 // max_length >= 1
+        assert longest >= max_length - 7
+        # then every padded length (multiples of 16) and every GEMM row bucket up to the budget:
+        # ready, and nothing else ran yet
+        tokens = [longest + (2 if task == "text-classification" else 7) for _, _, longest in calls]
+        assert all(n == b for n, b, _ in calls)
+        assert set(range(16, max_length, 16)) <= set(tokens)
+        assert {gemm_row_bucket(n * t) for (n, _, _), t in zip(calls, tokens)} == \
+            {gemm_row_bucket(m) for m in range(1, 1024 + 1)}
         assert "nlp_serve_batch_requests_count 0" in httpx.get(url + "/metrics").text
+        warm_up = len(calls)
         assert _post(url, {"inputs": "好" if task == "text-classification" else
                            {"question": "谁", "context": "张三在北京"}}).status_code == 200
-        assert len(calls) == 2
+        assert len(calls) == warm_up + 1
 
 
 def test_info_openapi_and_metrics(clf_url):
@@ -617,3 +627,16 @@ def test_heap_trimmer_trims_at_most_once_per_interval(monkeypatch):
     assert t.trim() and calls == [0, 0, 0] and not t.maybe_trim()  # trim() now; then the interval again
     monkeypatch.setattr(heap, "_malloc_trim", lambda: None)  # no glibc: nothing to do, never an error
     assert not heap.HeapTrimmer(every_s=0).maybe_trim() and not heap.HeapTrimmer().trim()
+
+
+
+def test_serving_pads_lengths_to_multiples_of_16_within_the_positions():
+    from types import SimpleNamespace
+
+    from nlp.deploy.server_model import padded_lengths, serving_pad_multiple
+
+    assert serving_pad_multiple(128, 512) == 16 and serving_pad_multiple(500, 512) == 16
+    assert serving_pad_multiple(130, 130) is None  # 144 would pass the position embeddings
+    assert padded_lengths(SimpleNamespace(pad_to_multiple_of=16, max_length=128)) == [16, 32, 48, 64, 80, 96, 112, 128]
+    assert padded_lengths(SimpleNamespace(pad_to_multiple_of=16, max_length=100))[-1] == 112
+    assert padded_lengths(SimpleNamespace(pad_to_multiple_of=None, max_length=128)) == []

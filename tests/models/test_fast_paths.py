@@ -146,3 +146,51 @@ def test_masked_lm_head_uses_the_models_kernels(monkeypatch):
             logits.append(model(**padded).logits)
     torch.testing.assert_close(logits[1], logits[0], atol=1e-5, rtol=1e-5)
     assert fast_paths.FAST_PATHS_ENV == "NLP_FAST_PATHS"
+
+
+def test_gemm_row_buckets():
+    from nlp.models.fast_paths import gemm_row_bucket
+
+    assert [gemm_row_bucket(m) for m in (1, 64, 65, 512, 513, 769, 4096, 4097)] == [64, 64, 128, 512, 576, 832, 4096, 4608]
+    buckets = {gemm_row_bucket(m) for m in range(1, 4097)}
+    assert len(buckets) == 32 and all(gemm_row_bucket(b) == b for b in buckets)
+    assert all(0 <= gemm_row_bucket(m) - m < max(64, m / 8) for m in range(1, 20_000))  # under 1/8 more past 512
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_row_buckets_pad_the_gemms_and_change_no_output(bf16, monkeypatch):
+    """A server's model (nlp.models.bucket_gemm_rows) runs every encoder GEMM of an inference
+    forward at a bucketed row count; the outputs are the unbucketed ones. Training is untouched."""
+    from nlp.models import bucket_gemm_rows
+    from nlp.models.fast_paths import gemm_row_bucket
+
+    if bf16 and not torch.backends.mkldnn.is_available():
+        pytest.skip("bf16 CPU autocast needs oneDNN")
+    model = build(tiny("ernie-3.0-mini-zh"), "1", monkeypatch).eval()
+    padded, _ = batches(model.config)  # 3 rows of 11 tokens: 33 rows per GEMM, 3 [CLS] rows
+    rows = []
+    for name in ("linear", "linear_gelu", "linear_add"):
+        real = getattr(_linear, name)
+        monkeypatch.setattr(_linear, name, lambda x, *a, _real=real: rows.append(x.reshape(-1, x.shape[-1]).shape[0])
+                            or _real(x, *a))
+
+    def forward():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return model(**padded).last_hidden_state.float(), model.pooled_output(**padded).float()
+
+    plain = forward()
+    assert 33 in rows and 3 in rows  # not bucketed by default
+    assert bucket_gemm_rows(model) and repr(model.ops).endswith("row_buckets=True)")
+    rows.clear()
+    bucketed = forward()
+    assert rows and set(rows) == {gemm_row_bucket(33)}  # every GEMM: 64 rows, the [CLS] rows' too
+    tol = 2e-2 if bf16 else 1e-5
+    for got, want in zip(bucketed, plain):
+        torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+    rows.clear()
+    model.train()
+    model(**padded).last_hidden_state.sum().backward()  # autograd: the GEMMs run at their own rows
+    assert rows and 64 not in rows
+    bucket_gemm_rows(model, enabled=False)
+    assert not model.ops.row_buckets
+    assert not bucket_gemm_rows(build(tiny("ernie-3.0-mini-zh"), "0", monkeypatch))  # TorchOps: nothing to set
