@@ -20,7 +20,7 @@ EPILOG = """examples:
 
 MODEL is a run directory (train.output_dir), a model directory or an `nlp export` directory;
 left out, --task's default model (shipped with the package) is served.
-Requests that arrive together share one forward pass, up to --max-batch-tokens padded tokens;
+Requests that arrive together share one batch, up to --max-batch-tokens padded tokens;
 --max-batch-requests 1 turns batching off. A full queue answers 429 (Retry-After), too many or
 too long inputs 413, malformed requests 422. SIGTERM (or Ctrl-C) stops accepting, finishes the
 requests in flight (at most --drain-timeout seconds) and exits 0. See docs/serving.md.
@@ -41,11 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="server processes on the one port, each loading its own model and splitting the CPU "
                         "threads (default 1)")
     p.add_argument("--max-batch-tokens", type=int, default=d.max_batch_tokens,
-                   help=f"padded tokens per forward pass (default {d.max_batch_tokens})")
+                   help=f"padded tokens per batch (default {d.max_batch_tokens}; on CPU run as passes of a quarter of it)")
     p.add_argument("--max-batch-wait-ms", type=float, default=d.max_batch_wait_ms,
                    help=f"how long a request waits for others to batch with (default {d.max_batch_wait_ms:g})")
     p.add_argument("--max-batch-requests", type=int, default=d.max_batch_requests,
-                   help="requests per forward pass (default 0: the token budget decides; 1: no batching)")
+                   help="requests per batch (default 0: the token budget decides; 1: no batching)")
     p.add_argument("--max-queue", type=int, default=d.max_queue,
                    help=f"inputs queued or running before answering 429 (default {d.max_queue})")
     p.add_argument("--max-inputs", type=int, default=d.max_inputs,

@@ -1,4 +1,4 @@
-"""Dynamic batching: requests that arrive together run as one forward pass (Triton's idea).
+"""Dynamic batching: requests that arrive together run as one batch (Triton's idea).
 
     batcher = DynamicBatcher(run_batch, max_batch_tokens=4096, max_wait_s=0.005, max_queue=1024)
     batcher.start()
@@ -47,7 +47,7 @@ class Job:
 
 @dataclass
 class BatchStats:
-    """What one forward pass was made of (for the metrics)."""
+    """What one batch was made of (for the metrics)."""
 
     requests: int
     inputs: int
@@ -59,7 +59,7 @@ class DynamicBatcher:
     """A bounded queue of jobs and the worker thread that batches them (see the module doc).
 
     `run_batch(key, jobs)` returns one list of results per job, in order; it runs in the
-    worker thread. `on_batch(stats)` is called after each forward pass; `on_idle()` once the
+    worker thread. `on_batch(stats)` is called after each batch; `on_idle()` once the
     queue has stayed empty for `idle_s` seconds after a batch (the worker is then at rest).
     """
 

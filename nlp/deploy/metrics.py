@@ -99,9 +99,9 @@ class ServerMetrics:
             for endpoint, hist in sorted(self.latency.items()):
                 out += hist.lines(f"{p}request_duration_seconds", [("endpoint", endpoint)])
             for name, hist, help_ in (
-                ("batch_requests", self.batch_requests, "Requests that shared one forward pass."),
-                ("batch_inputs", self.batch_inputs, "Inputs (texts, questions) in one forward pass."),
-                ("batch_padded_tokens", self.batch_tokens, "Padded tokens of one forward pass (budget: --max-batch-tokens)."),
+                ("batch_requests", self.batch_requests, "Requests that shared one batch."),
+                ("batch_inputs", self.batch_inputs, "Inputs (texts, questions) in one batch."),
+                ("batch_padded_tokens", self.batch_tokens, "Padded tokens of one batch (budget: --max-batch-tokens)."),
                 ("forward_seconds", self.forward_seconds, "Time of one batch through the pipeline."),
             ):
                 out += [f"# HELP {p}{name} {help_}", f"# TYPE {p}{name} histogram", *hist.lines(p + name)]

@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 CONFIG_ENV = "NLP_SERVE_CONFIG"  # how `--workers N` hands the settings to each worker process
 _ROUTES = ("/predict", "/health", "/info", "/metrics", "/openapi.json")
 _PROTECTED = ("/predict", "/info", "/metrics")  # /health and /openapi.json stay open for probes
+CPU_PASSES_PER_BATCH = 4  # a batch's windows, sorted by length, run as passes of a quarter of the budget
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -122,10 +123,13 @@ class _ModelServer:
         items = [x for job in jobs for x in job.items]
         rows = sum(job.rows for job in jobs)
         longest = max(job.row_tokens for job in jobs)
-        # one forward pass for the whole batch when it fits the budget (the batcher made sure it
-        # does, unless one request alone is larger); else budget-sized chunks of windows
-        served.pipeline.batch_size = max(1, rows if rows * longest <= self.config.max_batch_tokens
-                                         else self.config.max_batch_tokens // longest)
+        # the pipeline sorts the windows by length and runs them in forward passes of rows of like
+        # length. On CPU a pass is a quarter of the budget: less padding than one pass padded to
+        # the longest, and ~1,000-token passes keep the GEMMs efficient (ernie-3.0-mini, 64
+        # clients: +4% requests/s over one pass; an eighth of the budget was 16% slower). A GPU
+        # runs the batch in one pass, as budget-sized chunks when one request alone is larger.
+        passes = CPU_PASSES_PER_BATCH if served.device == "cpu" else 1
+        served.pipeline.batch_size = max(1, min(rows, self.config.max_batch_tokens // passes // longest))
         with served.autocast():
             outputs = adapter_for(served.task).run(served, items, key)
         return split_outputs(outputs, [len(job.items) for job in jobs])

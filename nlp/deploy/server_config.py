@@ -22,9 +22,9 @@ class ServeConfig:
     host: str = "127.0.0.1"          # loopback only unless asked: there is no TLS here
     port: int = 8000
     workers: int = 1                 # processes, each with its own model (uvicorn workers)
-    max_batch_tokens: int = 4096     # padded tokens per forward pass: 32 texts of 128 tokens
+    max_batch_tokens: int = 4096     # padded tokens per batch: 32 texts of 128 tokens
     max_batch_wait_ms: float = 5.0   # how long the oldest request waits for company
-    max_batch_requests: int = 0      # requests per forward pass; 0 = only the token budget limits; 1 = no batching
+    max_batch_requests: int = 0      # requests per batch; 0 = only the token budget limits; 1 = no batching
     max_queue: int = 1024            # inputs waiting or running before 429
     max_inputs: int = 64             # inputs per request before 413
     max_text_chars: int = 100_000    # characters per text before 413

@@ -411,6 +411,33 @@ def test_the_warm_up_runs_every_kind_of_shape_before_ready(models, task):
         assert len(calls) == warm_up + 1
 
 
+
+def test_a_batch_runs_in_passes_of_a_quarter_of_the_budget_on_cpu(models):
+    """One pipeline call per batch; on CPU the pipeline runs it (windows sorted by length) in
+    passes of a quarter of --max-batch-tokens, rows of like length together."""
+    from nlp.deploy.server import CPU_PASSES_PER_BATCH
+    from nlp.deploy.server_model import load_pipeline_for_serving
+
+    calls = []
+
+    def recording_loader(config):
+        served = load_pipeline_for_serving(config.model, precision=config.precision)
+        served.pipeline = _RecordingPipeline(served.pipeline, calls)
+        return served
+
+    config = _config(models, "text-classification", max_batch_tokens=1024, max_batch_wait_ms=300)
+    with fx.running(config, loader=recording_loader) as url:
+        max_length = httpx.get(url + "/info").json()["max_length"]
+        warm_up = len(calls)
+        texts = ["中" * (max_length - 2 - i) for i in range(8)]  # 8 full-length windows
+        with ThreadPoolExecutor(8) as pool:
+            assert all(r.status_code == 200 for r in pool.map(lambda t: _post(url, {"inputs": t}), texts))
+    batches = calls[warm_up:]
+    assert sum(n for n, _, _ in batches) == 8 and len(batches) < 8  # batched: fewer calls than requests
+    per_pass = max(1, 1024 // CPU_PASSES_PER_BATCH // max_length)
+    assert all(size == min(n, per_pass) for n, size, _ in batches)
+    assert any(n > size for n, size, _ in batches)  # a call of several passes
+
 def test_info_openapi_and_metrics(clf_url):
     info = httpx.get(clf_url + "/info").json()
     assert info["task"] == "text-classification" and info["labels"] == ["负面", "正面", "中性"]
