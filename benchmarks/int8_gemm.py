@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 SIDES = ("ort-int8-dynamic", "ort-int8-gemm", "ort-fp32", "torch-fp32", "torch-bf16")
 SHAPES = {"ernie-3.0-mini": (384, 1536), "ernie-3.0-base": (768, 3072)}  # hidden, intermediate

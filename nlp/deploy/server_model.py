@@ -33,8 +33,7 @@ from nlp.tasks.pipelines import Pipeline
 from nlp.tasks.registry import TaskSpec, get_task
 
 __all__ = ["PAD_MULTIPLE", "ServingModel", "check_servable", "load_pipeline_for_serving", "padded_lengths",
-           "warm_up_shapes",
-           "serving_pad_multiple", "serving_precision"]
+           "serving_pad_multiple", "serving_precision", "warm_up_shapes"]
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,10 @@ Two implementations share that interface:
     and its fallback draws a slow `bernoulli_` mask);
   - attention in fp32 when training under CPU bf16 autocast (torch's bf16 CPU attention
     backward is slow);
-  - a pooled request (sequence classification) runs the last layer at the [CLS] rows only.
+  - a pooled request (sequence classification) runs the last layer at the [CLS] rows only;
+  - off by default, for servers (`bucket_gemm_rows`): inference GEMMs at bucketed row counts
+    (`gemm_row_bucket`), zero rows added and cut off again, so that a server's mix of batch
+    shapes compiles a bounded set of oneDNN kernels.
   Each applies only where it is valid (device, dtype, autograd, autocast: checked per call, as
   those change between calls); elsewhere FastOps runs what TorchOps runs, with nlp.models.dropout's
   masks. Results agree with TorchOps to float rounding; dropout masks differ (another generator
@@ -234,7 +237,8 @@ def gemm_row_bucket(rows: int) -> int:
 def bucket_gemm_rows(model: nn.Module, enabled: bool = True) -> bool:
     """Run `model`'s encoder GEMMs in inference at bucketed row counts (gemm_row_bucket): what a
     long-running server wants, so that its memory stays flat whatever mix of batch shapes it
-    sees. Outputs are unchanged (the padding rows are zeros, cut off after each GEMM). True when
+    sees. Outputs are unchanged, to float rounding (the padding rows are zeros, cut off after
+    each GEMM). True when
     the model has fast-path kernels to set (a TorchOps model, NLP_FAST_PATHS=0, has none)."""
     found = False
     for module in model.modules():
