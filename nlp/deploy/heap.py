@@ -1,12 +1,12 @@
 """Give freed heap memory back to the OS while serving (glibc's `malloc_trim`).
 
 A server's batches vary in shape with every mix of requests, so the C heap that PyTorch and
-oneDNN allocate from is fragmented by blocks of every size; glibc keeps the freed ones, and
-resident memory creeps up under steady load (measured on ernie-3.0-mini, 64 clients: jumps of
-+12-25% within 20,000 requests). Fixing glibc's mmap threshold instead halves the throughput
-(every large tensor becomes an mmap/munmap pair). `malloc_trim(0)` every few seconds, in the
-batch worker between batches, returns the free pages at the cost of a millisecond or so; and
-once more when the queue goes idle, so that a server at rest holds no freed batch memory.
+oneDNN allocate from holds freed blocks of every size, which glibc keeps. (What grew a PyTorch
+server most, per-shape kernels, is bounded elsewhere: padded lengths and GEMM row buckets,
+nlp/deploy/server_model.py.) Fixing glibc's mmap threshold instead halves the throughput (every
+large tensor becomes an mmap/munmap pair). `malloc_trim(0)` every few seconds, in the batch
+worker between batches, returns the free pages at the cost of a millisecond or so; and once more
+when the queue goes idle, so that a server at rest holds no freed batch memory.
 
     trimmer = HeapTrimmer(every_s=2.0)
     trimmer.maybe_trim()      # after each batch: trims when `every_s` has passed
