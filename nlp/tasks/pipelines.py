@@ -82,9 +82,6 @@ class Pipeline:
                  pad_to_multiple_of: int | None = None) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
-        if pad_to_multiple_of is not None and (isinstance(pad_to_multiple_of, bool)
-                                               or not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1):
-            raise ConfigError(f"pad_to_multiple_of must be a positive int or None, got {pad_to_multiple_of!r}")
         self.model: PreTrainedEncoder | None = None
         if isinstance(model, PreTrainedEncoder):
             if not isinstance(model, self.head_class):
@@ -124,28 +121,37 @@ class Pipeline:
         self.batch_size = batch_size
         limit = min(tokenizer.model_max_length, self.config.max_position_embeddings)
         self.max_length = min(max_length or 512, limit)
-        # None: each batch pads to its longest row; n: up to a multiple of n, so that batches come in
-        # fewer shapes (a server keeps one set of kernels per shape: nlp/deploy/server_model.py)
-        if pad_to_multiple_of is not None:
-            padded = -(-self.max_length // pad_to_multiple_of) * pad_to_multiple_of
-            if padded > self.config.max_position_embeddings:
-                raise ConfigError(f"pad_to_multiple_of={pad_to_multiple_of} pads rows of max_length={self.max_length} "
-                                  f"to {padded} tokens, past the model's {self.config.max_position_embeddings} "
-                                  f"positions; give a max_length of at most "
-                                  f"{self.config.max_position_embeddings // pad_to_multiple_of * pad_to_multiple_of}")
         self.pad_to_multiple_of = pad_to_multiple_of
+
+    @property
+    def pad_to_multiple_of(self) -> int | None:
+        """None: each batch pads to its longest row; n: up to a multiple of n, so that batches
+        come in fewer shapes (a server keeps one set of kernels per shape: nlp/deploy/server_model.py)."""
+        return self._pad_to_multiple_of
+
+    @pad_to_multiple_of.setter
+    def pad_to_multiple_of(self, multiple: int | None) -> None:
+        if multiple is not None:
+            if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+                raise ConfigError(f"pad_to_multiple_of must be a positive int or None, got {multiple!r}")
+            padded = -(-self.max_length // multiple) * multiple
+            positions = self.config.max_position_embeddings
+            if padded > positions:
+                raise ConfigError(f"pad_to_multiple_of={multiple} pads rows of max_length={self.max_length} "
+                                  f"to {padded} tokens, past the model's {positions} positions; give a "
+                                  f"max_length of at most {positions // multiple * multiple}")
+        self._pad_to_multiple_of = multiple
+        self._collate = DataCollatorWithPadding(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
 
     def _forward(self, features: list[dict[str, list]]) -> list[Any]:
         """Backend outputs per feature, each row trimmed to its own length. Features run
         shortest first, `batch_size` per backend call (less padding); results come back in order."""
         outs: list[Any] = [None] * len(features)
         order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
-        collate = DataCollatorWithPadding(pad_token_id=self.tokenizer.pad_token_id,
-                                          pad_to_multiple_of=self.pad_to_multiple_of)
         for i in range(0, len(order), self.batch_size):
             rows = order[i:i + self.batch_size]
             chunk = [{k: features[r][k] for k in _MODEL_INPUTS if k in features[r]} for r in rows]
-            batch = {k: v.numpy().astype(np.int64, copy=False) for k, v in collate(chunk).items()}
+            batch = {k: v.numpy().astype(np.int64, copy=False) for k, v in self._collate(chunk).items()}
             out = self.backend(batch)
             for j, r in enumerate(rows):
                 outs[r] = self._row(out, j, len(features[r]["input_ids"]))
