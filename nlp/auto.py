@@ -177,18 +177,18 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     "text-classification" -> ernie-tiny-zh-sentiment, "ner" / "token-classification" ->
     ernie-tiny-zh-ner, shipped inside the package (sha256-verified, offline).
     """
+    from nlp.tasks import get_task, list_tasks
     from nlp.tasks import pipeline as task_pipeline
     from nlp.tasks.backend import Backend
-    from nlp.tasks.segmentation import MODEL_FREE_TASKS
 
     if not isinstance(task, str):
-        raise TypeError(f"task must be a str such as 'text-classification', 'token-classification' or "
-                        f"'question-answering'; got {type(task).__name__} {task!r}")
-    key = task.strip().lower().replace("_", "-")
-    if key in MODEL_FREE_TASKS:
+        raise TypeError(f"task must be a str such as {', '.join(map(repr, list_tasks()))}; "
+                        f"got {type(task).__name__} {task!r}")
+    spec = get_task(task)
+    if not spec.needs_model:
         if model is not None or tokenizer is not None:
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
-        return MODEL_FREE_TASKS[key](**kwargs)
+        return spec.pipeline(**kwargs)
     if model is None:
         model = default_model(task)
     hub_kwargs, kwargs = _split_kwargs(kwargs)
@@ -213,9 +213,8 @@ def default_model(task: str) -> str:
     """The hub name of `task`'s default model (its spec's `default_model`), logged as a warning
     like transformers does. ConfigError for a task without one (listing the tasks that have one);
     HubError when the default is not shipped in this installation (no card registered)."""
-    from nlp.tasks import get_task
+    from nlp.tasks import TASKS, get_task
     from nlp.tasks.registry import default_models
-    from nlp.tasks.segmentation import MODEL_FREE_TASKS
 
     spec = get_task(task)
     defaults = default_models()
@@ -223,7 +222,7 @@ def default_model(task: str) -> str:
         listed = ", ".join(f"{t} ({m})" for t, m in defaults.items()) or "none"
         raise ConfigError(f"{task!r} has no default model: pass model= (a hub name, an owner/repo id or a local "
                           f"directory, e.g. a fine-tuned run's model/). Tasks with a default model: {listed}; "
-                          f"model-free tasks: {', '.join(MODEL_FREE_TASKS)}")
+                          f"model-free tasks: {', '.join(n for n, s in TASKS.items() if not s.needs_model)}")
     name = spec.default_model
     if hub.registry.find_card(name) is None:
         raise HubError(f"the default model of {task!r}, {name!r}, is not shipped in this installation (the hub "

@@ -4,14 +4,14 @@ loads no uvicorn).
 
     from nlp.deploy import export_model, OnnxBackend
     export_model("runs/ner", "export/ner", quantize="int8")
-    nlp.pipeline("ner", model="export/ner")     # runs on onnxruntime (nlp/auto.py detects the manifest)
+    nlp.pipeline(model="export/ner", task=...)  # runs on onnxruntime (nlp/auto.py detects the manifest)
 
 Layer: imports nlp.tasks, nlp.models, nlp.tokenizer; only nlp.auto and the CLI import it;
 it never imports the trainer (serving does not load it).
 """
 
 from nlp.deploy.backend import OnnxBackend
-from nlp.deploy.export import ExportError, ExportResult, export_model, locate_model
+from nlp.deploy.export import ExportError, ExportResult, export_model
 from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest, verify_files
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "ExportResult",
     "ExportError",
     "OnnxBackend",
-    "locate_model",
     "is_export_dir",
     "read_manifest",
     "verify_files",

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from nlp.tasks.registry import get_task
+from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import Tokenizer
 
 __all__ = ["check_texts", "check_batch", "compare_outputs", "Comparison", "FP32_TOLERANCE"]
@@ -26,7 +28,6 @@ _FALLBACK = [
     "新华社北京电 国务院总理周三在人民大会堂会见了来访的代表团。",
     "好",
 ]
-_QUESTIONS = ["这是哪里？", "谁说的？", "评价怎么样？", "为什么？"]
 
 
 def check_texts(n: int = 16) -> list[str]:
@@ -53,15 +54,12 @@ def check_texts(n: int = 16) -> list[str]:
     return picks
 
 
-def check_batch(task: str, tokenizer: Tokenizer, max_length: int, texts: list[str] | None = None) -> dict[str, np.ndarray]:
-    """A padded int64 batch of the texts (QA: each text is a context with a question)."""
-    texts = texts or check_texts()
-    if task == "question-answering":
-        questions = [_QUESTIONS[i % len(_QUESTIONS)] for i in range(len(texts))]
-        enc = tokenizer(questions, texts, truncation="only_second", max_length=max_length, padding=True)
-    else:
-        enc = tokenizer(texts, truncation=True, max_length=max_length, padding=True)
-    return {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+def check_batch(task: str | TaskSpec, tokenizer: Tokenizer, max_length: int,
+                texts: list[str] | None = None) -> dict[str, np.ndarray]:
+    """A padded int64 batch of the texts, as the task's spec builds it (`TaskSpec.check_batch`:
+    each text one sequence by default; QA pairs each with a question)."""
+    spec = task if isinstance(task, TaskSpec) else get_task(task)
+    return spec.check_batch(tokenizer, max_length, texts or check_texts())
 
 
 @dataclass
@@ -79,6 +77,8 @@ class Comparison:
 def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],
                     attention_mask: np.ndarray) -> Comparison:
     mask = attention_mask.astype(bool)
+    if mask.ndim > 2:  # (batch, choices, sequence): a row per example, as the outputs have
+        mask = mask.reshape(mask.shape[0], -1)
     diffs, agree, total = [], 0, 0
     for name, ref in expected.items():
         out = got[name]

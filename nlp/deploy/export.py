@@ -47,7 +47,8 @@ from nlp._common import ConfigError, NlpError
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
-from nlp.tasks.registry import TASKS, get_task
+from nlp.tasks.model_dirs import locate_model
+from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import load_tokenizer
 
 from .backend import DEPLOY_EXTRA, OnnxBackend
@@ -55,7 +56,7 @@ from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
 from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, write_manifest
 from .quantize import QUANTIZE_CHOICES, quantize_int8
 
-__all__ = ["ExportError", "ExportResult", "export_model", "locate_model", "task_of", "MIN_OPSET", "max_opset",
+__all__ = ["ExportError", "ExportResult", "export_model", "MIN_OPSET", "max_opset",
            "MODEL_FILE", "ATTENTION_CHOICES"]
 
 logger = logging.getLogger(__name__)
@@ -93,46 +94,19 @@ class ExportResult:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def locate_model(path: str | os.PathLike) -> tuple[Path, str]:
-    """(model directory, "run" | "model") of a run directory (RUN/model) or a model directory."""
-    p = Path(path).expanduser()
-    if (p / "model" / "config.json").is_file():
-        return p / "model", "run"
-    if (p / "config.json").is_file():
-        return p, "model"
-    if not p.exists():
-        raise ConfigError(f"{str(path)!r} does not exist; give a run directory (train.output_dir) or a model directory")
-    raise ConfigError(f"{str(path)!r} holds no model: neither a run directory with model/config.json (a run "
-                      "that has not finished has none yet) nor a model directory with config.json")
-
-
-def task_of(model_dir: Path, task: str | None = None) -> str:
-    """The canonical task: `task` if given (aliases allowed), else from config.json's architectures."""
-    if task is not None:
-        return get_task(task).name
-    import json
-
-    archs = json.loads((model_dir / "config.json").read_text(encoding="utf-8")).get("architectures") or []
-    for arch in archs:
-        for name, spec in TASKS.items():
-            if str(arch).endswith(spec.head.__name__.removeprefix("Ernie")):
-                return name
-    raise ConfigError(f"cannot tell the task of {model_dir}: config.json's architectures {archs} name no task head "
-                      f"({', '.join(TASKS)}); pass --task")
-
-
 class _ExportWrapper(nn.Module):
-    """The head model with the export inputs as positional arguments and its outputs as a tuple
-    of plain tensors (no output dataclass), in the order of the task's export outputs."""
+    """The head model with the task's export inputs as positional arguments (in `inputs` order)
+    and its outputs as a tuple of plain tensors (no output dataclass), in the order of the task's
+    export outputs."""
 
-    def __init__(self, model: PreTrainedEncoder, outputs: tuple[str, ...]) -> None:
+    def __init__(self, model: PreTrainedEncoder, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         super().__init__()
         self.model = model
+        self.inputs = inputs
         self.outputs = outputs
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(**dict(zip(self.inputs, inputs)))
         return tuple(getattr(out, name) for name in self.outputs)
 
 
@@ -188,18 +162,25 @@ def _attention_translation() -> dict[Any, Any]:
     return {torch.ops.nlp.self_attention.default: self_attention}
 
 
-def _write_onnx(model: PreTrainedEncoder, task: str, batch: dict[str, np.ndarray], path: Path,
+def _dynamic_shapes(spec: TaskSpec, max_positions: int) -> dict[str, Any]:
+    """torch.export's dynamic shapes of the wrapper's inputs: one Dim per axis name of the
+    spec's `export_axes()` (shared across inputs); "sequence" is bounded by the positions."""
+    axes = spec.export_axes()
+    dims = {name: torch.export.Dim(name, max=max_positions) if name == "sequence" else torch.export.Dim(name)
+            for names in axes.values() for name in names}
+    return {"inputs": tuple({i: dims[a] for i, a in enumerate(axes[name])} for name in spec.export_inputs)}
+
+
+def _write_onnx(model: PreTrainedEncoder, spec: TaskSpec, batch: dict[str, np.ndarray], path: Path,
                 opset: int | None, attention: str) -> int:
     """Export `model` to `path`; returns the opset written."""
     import onnx
 
-    spec = get_task(task)
+    task = spec.name
     inputs, outputs = spec.export_inputs, spec.export_outputs
-    wrapper = _ExportWrapper(model, tuple(outputs)).eval()
-    example = tuple(torch.from_numpy(batch[name][:2, :]) for name in inputs)  # batch 2: not specialised to 1
-    dims = {"batch": torch.export.Dim("batch"),
-            "sequence": torch.export.Dim("sequence", max=model.config.max_position_embeddings)}
-    dynamic = {name: {0: dims["batch"], 1: dims["sequence"]} for name in inputs}
+    wrapper = _ExportWrapper(model, tuple(inputs), tuple(outputs)).eval()
+    example = tuple(torch.from_numpy(batch[name][:2]) for name in inputs)  # batch 2: not specialised to 1
+    dynamic = _dynamic_shapes(spec, model.config.max_position_embeddings)
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     try:
         fused = attention == "fused"
@@ -256,10 +237,9 @@ class _LogWriter:
         pass
 
 
-def _shapes(task: str, num_labels: int) -> tuple[list[dict], list[dict]]:
-    spec = get_task(task)
-    inputs, outputs = spec.export_inputs, spec.export_outputs
-    ins = [{"name": n, "dtype": "int64", "shape": ["batch", "sequence"]} for n in inputs]
+def _shapes(spec: TaskSpec, num_labels: int) -> tuple[list[dict], list[dict]]:
+    outputs = spec.export_outputs
+    ins = [{"name": n, "dtype": "int64", "shape": list(axes)} for n, axes in spec.export_axes().items()]
     outs = [{"name": n, "dtype": "float32", "shape": [num_labels if a == "num_labels" else a for a in axes]}
             for n, axes in outputs.items()]
     return ins, outs
@@ -298,16 +278,19 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {str(out)!r} is a file; give a directory path")
-    model_dir, kind = locate_model(source)
+    where = locate_model(source, task)
+    model_dir, kind, spec = where.model_dir, where.kind, where.spec
+    if kind == "export":
+        raise ConfigError(f"{str(source)!r} is already an export directory; export the run or model directory "
+                          f"it came from")
     if out.resolve() == model_dir.resolve() or out.resolve() in model_dir.resolve().parents:
         raise ConfigError(f"--out {str(out)!r} holds the model being exported ({model_dir}); "
                           "give a directory outside it")
-    task = task_of(model_dir, task)
-    spec = get_task(task)
+    task = spec.name
     model = spec.head.from_pretrained(model_dir).eval()
     tokenizer = load_tokenizer(model_dir)
     max_length = min(tokenizer.model_max_length, model.config.max_position_embeddings, 256)
-    batch = check_batch(task, tokenizer, max_length, texts or check_texts())
+    batch = check_batch(spec, tokenizer, max_length, texts or check_texts())
     torch_out = TorchBackend(model)(batch)
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -317,7 +300,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would follow DIR; a served export is shared
     try:
         fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
-        written_opset = _write_onnx(model, task, batch, fp32_path, opset, attention)
+        written_opset = _write_onnx(model, spec, batch, fp32_path, opset, attention)
         fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
         model.config.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -331,7 +314,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
             recipe = "recipe.yaml"
             shutil.copyfile(model_dir.parent / "recipe.yaml", tmp / recipe)
-        ins, outs = _shapes(task, model.config.num_labels)
+        ins, outs = _shapes(spec, model.config.num_labels)
         manifest: dict[str, Any] = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
             "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs, "crf": crf_file,

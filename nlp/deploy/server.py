@@ -5,7 +5,8 @@
     app = create_app(config)               # the ASGI app itself (tests, other ASGI servers)
 
 Endpoints (docs/serving.md): POST /predict, GET /health, GET /info, GET /metrics (Prometheus
-text), GET /openapi.json. Every error is JSON {"error", "message"} with a status that says what
+text), GET /openapi.json, and any POST route the task's spec adds (`TaskSpec.serving_routes()`,
+e.g. TEI's /embed), served like /predict: same batching, limits, metrics and auth. Every error is JSON {"error", "message"} with a status that says what
 to do: 401 (bearer token), 404 / 405, 413 (too large), 422 (malformed), 429 (queue full, with
 Retry-After), 503 (loading or shutting down).
 
@@ -47,14 +48,14 @@ from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
 from nlp.deploy.server_config import ServeConfig
 from nlp.deploy.server_model import ServingModel, load_pipeline_for_serving, warm_up_shapes
 from nlp.deploy.server_openapi import openapi_document
-from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, split_outputs
+from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, routes_for, split_outputs
 
 __all__ = ["CONFIG_ENV", "ServeConfig", "app_from_environment", "create_app", "run_server"]
 
 logger = logging.getLogger(__name__)
 
 CONFIG_ENV = "NLP_SERVE_CONFIG"  # how `--workers N` hands the settings to each worker process
-_ROUTES = ("/predict", "/health", "/info", "/metrics", "/openapi.json")
+_ROUTES = ("/predict", "/health", "/info", "/metrics", "/openapi.json")  # and the task's own POST routes
 _PROTECTED = ("/predict", "/info", "/metrics")  # /health and /openapi.json stay open for probes
 CPU_PASSES_PER_BATCH = 4  # a batch's windows, sorted by length, run as passes of a quarter of the budget
 
@@ -81,6 +82,7 @@ class _ModelServer:
         from nlp import __version__
 
         self.version = __version__
+        self.routes = _ROUTES  # set by create_app: with the task's own POST routes
 
     # ------------------------------------------------------------ loading and the worker
 
@@ -120,6 +122,7 @@ class _ModelServer:
     def _run_batch(self, key: Any, jobs: list[Job]) -> list[list[Any]]:
         served = self.served
         assert served is not None  # jobs are only queued once the model is loaded
+        path, key = key  # a job's key is (its route, the pipeline call's key)
         items = [x for job in jobs for x in job.items]
         rows = sum(job.rows for job in jobs)
         longest = max(job.row_tokens for job in jobs)
@@ -131,7 +134,7 @@ class _ModelServer:
         passes = CPU_PASSES_PER_BATCH if served.device == "cpu" else 1
         served.pipeline.batch_size = max(1, min(rows, self.config.max_batch_tokens // passes // longest))
         with served.autocast():
-            outputs = adapter_for(served.task).run(served, items, key)
+            outputs = routes_for(served.task)[path].run(served, items, key)
         return split_outputs(outputs, [len(job.items) for job in jobs])
 
     def _on_batch(self, stats: BatchStats) -> None:
@@ -170,52 +173,52 @@ class _ModelServer:
     # ------------------------------------------------------------ routes
 
     async def predict(self, request: Request) -> Response:
+        """POST /predict, and every POST route of the task's spec: the route's adapter parses
+        the body, the batcher runs it, the adapter shapes the answer (and its errors)."""
+        path = request.url.path
         if (refused := self.guard(request) or self.not_ready()) is not None:
             return refused
         served, batcher = self.served, self.batcher
         assert served is not None and batcher is not None
+        adapter = routes_for(served.task).get(path)
+        if adapter is None:
+            return _error(404, f"{served.task} models have no route POST {path}; routes: {', '.join(self.routes)}")
+
+        def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+            return JSONResponse(adapter.error_body(status, message), status_code=status, headers=headers)
+
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > self.config.max_body_bytes:
-                return _error(413, f"the request body is over {self.config.max_body_bytes} bytes; send fewer "
-                                   "or shorter inputs per request")
+                return error(413, f"the request body is over {self.config.max_body_bytes} bytes; send fewer "
+                                  "or shorter inputs per request")
         try:
             payload = json.loads(bytes(body))
         except ValueError as err:  # JSONDecodeError, or bytes that are not UTF-8
-            return _error(422, f"the body is not valid JSON: {err}. Send {{\"inputs\": ..., \"parameters\": {{...}}}}")
+            return error(422, f"the body is not valid JSON: {err}. Send {{\"inputs\": ..., \"parameters\": {{...}}}}")
         if not isinstance(payload, dict):
-            return _error(422, "the body must be a JSON object {\"inputs\": ..., \"parameters\": {...}}, "
-                               f"got a JSON {type(payload).__name__}")
-        extra = [k for k in payload if k not in ("inputs", "parameters")]
-        if extra:
-            return _error(422, f"unknown field {extra[0]!r} in the body; it takes inputs and parameters")
-        if "inputs" not in payload:
-            return _error(422, "the body lacks \"inputs\"")
-        params = payload.get("parameters")
-        params = {} if params is None else params
-        if not isinstance(params, dict):
-            return _error(422, f"\"parameters\" must be an object, got a JSON {type(params).__name__}")
-        adapter = adapter_for(served.task)
+            return error(422, "the body must be a JSON object {\"inputs\": ..., \"parameters\": {...}}, "
+                              f"got a JSON {type(payload).__name__}")
         try:
-            parsed = adapter.parse(payload["inputs"], params, served, self.limits)
+            parsed = adapter.parse_body(payload, served, self.limits)
         except RequestError as err:
-            return _error(err.status, err.message)
-        job = Job(parsed.items, key=parsed.key, rows=parsed.rows, row_tokens=parsed.row_tokens)
+            return error(err.status, err.message)
+        job = Job(parsed.items, key=(path, parsed.key), rows=parsed.rows, row_tokens=parsed.row_tokens)
         try:
             future = batcher.submit(job)
         except QueueFull as err:
-            return _error(429, f"the server is busy ({err}); retry after the Retry-After seconds",
-                          headers={"Retry-After": str(self._retry_after())})
+            return error(429, f"the server is busy ({err}); retry after the Retry-After seconds",
+                         headers={"Retry-After": str(self._retry_after())})
         try:
             outputs = await asyncio.wrap_future(future)
         except DataError as err:
-            return _error(422, str(err))
+            return error(422, str(err))
         except Exception as err:  # noqa: BLE001 - a JSON 500, never a traceback to the client
             logger.exception("prediction failed")
-            return _error(500, f"the model failed on this request: {type(err).__name__}: {err}")
+            return error(500, f"the model failed on this request: {type(err).__name__}: {err}")
         shaped = [adapter.shape(o, parsed.params) for o in outputs]
-        return JSONResponse(shaped[0] if parsed.single else shaped)
+        return JSONResponse(adapter.respond(shaped, parsed))
 
     def _retry_after(self) -> int:
         """Seconds until the queue has likely drained: queued inputs over the recent pace."""
@@ -254,17 +257,18 @@ class _ModelServer:
         return Response(text, media_type=CONTENT_TYPE)
 
     async def openapi(self, request: Request) -> Response:
-        task = self.served.task if self.served else (self.config.task or "text-classification")
-        from nlp.tasks.registry import get_task
-
-        return JSONResponse(openapi_document(get_task(task).name, version=self.version, auth=self.token is not None))
+        task = self.served.task if self.served else _task_of(self.config)
+        if task is None:
+            return _error(503, f"the model failed to load: {self.load_error}" if self.load_error
+                          else "the model is loading; retry shortly", headers={"Retry-After": "1"})
+        return JSONResponse(openapi_document(task, version=self.version, auth=self.token is not None))
 
     # ------------------------------------------------------------ errors and lifecycle
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            return _error(404, f"no route {request.method} {request.url.path}; routes: {', '.join(_ROUTES)}")
+            return _error(404, f"no route {request.method} {request.url.path}; routes: {', '.join(self.routes)}")
         if exc.status_code == 405:
             return _error(405, f"{request.method} is not allowed on {request.url.path}; use "
                                f"{exc.headers.get('Allow', 'another method') if exc.headers else 'another method'}",
@@ -290,9 +294,10 @@ class _ModelServer:
 class _ObserveRequests:
     """ASGI middleware: every HTTP response's endpoint, status and latency into the metrics."""
 
-    def __init__(self, app: Any, metrics: ServerMetrics) -> None:
+    def __init__(self, app: Any, metrics: ServerMetrics, routes: tuple[str, ...] = _ROUTES) -> None:
         self.app = app
         self.metrics = metrics
+        self.routes = routes
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -311,7 +316,18 @@ class _ObserveRequests:
             await self.app(scope, receive, send_and_note)
         finally:
             path = scope.get("path", "")
-            self.metrics.observe_request(path if path in _ROUTES else "other", status, time.perf_counter() - start)
+            self.metrics.observe_request(path if path in self.routes else "other", status, time.perf_counter() - start)
+
+
+def _task_of(config: ServeConfig) -> str | None:
+    """The task `config.model` will be served as (its routes are known before it loads), or
+    None when that cannot be told now (the load then reports why on /health)."""
+    from nlp.deploy.server_model import check_servable
+
+    try:
+        return check_servable(config.model, task=config.task)
+    except Exception:  # noqa: BLE001 - a model that cannot load says why on /health
+        return None
 
 
 def _default_loader(config: ServeConfig) -> ServingModel:
@@ -322,8 +338,11 @@ def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingMo
     """The ASGI app serving `config.model`; `loader(config)` loads it (default:
     load_pipeline_for_serving) in a background thread when the app starts."""
     server = _ModelServer(config, loader or _default_loader)
+    task = _task_of(config)
+    posts = list(routes_for(task)) if task is not None else ["/predict"]
+    server.routes = (*posts, *(r for r in _ROUTES if r not in posts))
     app = Starlette(
-        routes=[Route("/predict", server.predict, methods=["POST"]),
+        routes=[*(Route(path, server.predict, methods=["POST"]) for path in posts),
                 Route("/health", server.health, methods=["GET"]),
                 Route("/info", server.info, methods=["GET"]),
                 Route("/metrics", server.metrics_text, methods=["GET"]),
@@ -331,7 +350,7 @@ def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingMo
         exception_handlers={HTTPException: server.http_error, Exception: server.internal_error},
         lifespan=server.lifespan,
     )
-    app.add_middleware(_ObserveRequests, metrics=server.metrics)
+    app.add_middleware(_ObserveRequests, metrics=server.metrics, routes=server.routes)
     app.state.server = server
     return app
 

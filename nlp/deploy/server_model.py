@@ -28,8 +28,8 @@ from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
 from nlp.models import ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_has_fast_bf16, limit_onednn_cache
 from nlp.models.fast_paths import gemm_row_bucket
 from nlp.deploy.server_config import PRECISIONS
-from nlp.tasks.model_dirs import find_model_dir, run_recipe, task_of_model
-from nlp.tasks.pipelines import Pipeline
+from nlp.tasks.model_dirs import locate_model, run_recipe
+from nlp.tasks.base_pipeline import Pipeline
 from nlp.tasks.registry import TaskSpec, get_task
 
 __all__ = ["PAD_MULTIPLE", "ServingModel", "check_servable", "load_pipeline_for_serving", "padded_lengths",
@@ -145,8 +145,8 @@ def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
             raise ConfigError(f"{path} is an ONNX export, and this install lacks onnxruntime: "
                               "pip install 'nlp-zh[deploy]', or serve the run or model directory it was exported from.")
         return path, exported
-    model_dir = find_model_dir(path)
-    return model_dir, get_task(task or task_of_model(model_dir))
+    where = locate_model(path, task)
+    return where.model_dir, where.spec
 
 
 def check_servable(model_path: str | Path, *, task: str | None = None) -> str:

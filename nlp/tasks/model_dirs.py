@@ -1,48 +1,107 @@
-"""Finding a saved head model and its task: in a run directory (RUN/model) or a model directory.
+"""Which model, which task and which recipe a directory holds: the one home for that question.
 
-Shared by everything that takes "a run or a model directory" (`nlp predict`, `nlp evaluate`,
-`nlp export`, `nlp serve`); the trainer re-exports these names (nlp.train.finetune).
+Used by everything that takes "a run, a model or an export directory" (`nlp export`,
+`nlp evaluate`, `nlp predict`, `nlp serve`, `nlp hub ship`)::
+
+    where = locate_model("runs/ner")         # RUN/model, or a model dir, or an export dir
+    where.model_dir, where.kind              # Path(".../runs/ner/model"), "run"
+    where.spec, where.recipe                 # the task's spec; the run's recipe (a dict, or {})
+
+- a run directory holds RUN/model/config.json (a finished run) and RUN/recipe.yaml;
+- a model directory holds config.json (and weights, tokenizer files);
+- an export directory (`nlp export`) holds manifest.json, config.json and the run's recipe.yaml.
+The task is `task` when given (aliases allowed), else the export manifest's, else the one whose
+head the config's `architectures` names (transformers' field), else the run recipe's task.name.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from nlp._common import ConfigError
-from nlp.tasks.registry import task_of_architecture
+from nlp._common import ConfigError, DataError
+from nlp.tasks.registry import get_task, task_of_architecture
+from nlp.tasks.spec import TaskSpec
 
-__all__ = ["find_model_dir", "task_of_model", "run_recipe"]
+__all__ = ["ModelLocation", "locate_model", "find_model_dir", "task_of_model", "run_recipe", "EXPORT_MANIFEST"]
+
+EXPORT_MANIFEST = "manifest.json"  # what `nlp export` writes (nlp.deploy.manifest.MANIFEST_NAME)
+
+
+@dataclass
+class ModelLocation:
+    """What a run, model or export directory holds."""
+
+    model_dir: Path  # the directory with config.json (RUN/model for a run)
+    kind: str  # "run", "model" or "export"
+    spec: TaskSpec  # the task
+    recipe: dict[str, Any] = field(default_factory=dict)  # the run's recipe as written, or {}
+
 
 def find_model_dir(path: str | Path) -> Path:
-    """A run directory's exported model (RUN/model), or a model directory itself."""
+    """A run directory's exported model (RUN/model), or a model (or export) directory itself."""
     path = Path(path).expanduser()
     if (path / "model" / "config.json").is_file():
         return path / "model"
     if (path / "config.json").is_file():
         return path
-    raise ConfigError(f"{str(path)!r} is neither a run directory (with model/config.json) nor a model "
-                      "directory (with config.json); give the train.output_dir of a finished run")
+    if not path.exists():
+        raise ConfigError(f"{str(path)!r} does not exist; give a run directory (train.output_dir) or a model directory")
+    raise ConfigError(f"{str(path)!r} holds no model: neither a run directory (with model/config.json; a run "
+                      "that has not finished has none yet) nor a model directory (with config.json); give the "
+                      "train.output_dir of a finished run")
 
 
 def run_recipe(model_dir: Path) -> dict[str, Any]:
-    """The recipe a run's model was trained with (RUN/recipe.yaml beside RUN/model), or {}."""
-    path = Path(model_dir).parent / "recipe.yaml"
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+    """The recipe a model was trained with: the copy inside an export directory, else
+    RUN/recipe.yaml beside RUN/model; {} when there is none."""
+    model_dir = Path(model_dir)
+    for path in (model_dir / "recipe.yaml", model_dir.parent / "recipe.yaml"):
+        if path.is_file():
+            return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {}
 
 
-def task_of_model(model_dir: Path) -> str:
-    """The task of a saved head model, from its config's `architectures` (transformers' field)."""
+def _manifest_task(model_dir: Path) -> str | None:
+    path = model_dir / EXPORT_MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        task = json.loads(path.read_text(encoding="utf-8")).get("task")
+    except (ValueError, AttributeError) as err:
+        raise DataError(f"{path} is not a valid export manifest ({err}); export the model again with `nlp export`") from None
+    return task if isinstance(task, str) else None
+
+
+def task_of_model(model_dir: Path, task: str | None = None) -> str:
+    """The canonical task name of a saved head model (see the module docstring for the order)."""
+    if task is not None:
+        return get_task(task).name
+    model_dir = Path(model_dir)
+    exported = _manifest_task(model_dir)
+    if exported is not None:
+        return get_task(exported).name
     cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     for arch in cfg.get("architectures") or []:
-        spec = task_of_architecture(arch)
+        spec = task_of_architecture(str(arch))
         if spec is not None:
             return spec.name
     recipe = run_recipe(model_dir)
-    if recipe:
-        return recipe["task"]["name"]
+    if (recipe.get("task") or {}).get("name"):
+        return get_task(recipe["task"]["name"]).name
     raise ConfigError(f"cannot tell the task of {model_dir}: config.json names no task head "
-                      f"(architectures: {cfg.get('architectures')}); pass --task")
+                      f"(architectures: {cfg.get('architectures')}) and no run recipe names one; pass --task")
+
+
+def locate_model(path: str | Path, task: str | None = None) -> ModelLocation:
+    """The model directory, its kind, its task and its run's recipe (see the module docstring)."""
+    model_dir = find_model_dir(path)
+    if (model_dir / EXPORT_MANIFEST).is_file():
+        kind = "export"
+    else:
+        kind = "run" if model_dir != Path(path).expanduser() else "model"
+    return ModelLocation(model_dir, kind, get_task(task_of_model(model_dir, task)), run_recipe(model_dir))

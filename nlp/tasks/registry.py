@@ -10,20 +10,38 @@ of each keeping its own list::
 
 A new task: subclass `nlp.tasks.spec.TaskSpec` in ``nlp/tasks/<task>/spec.py`` and call
 `register_task` with an instance (docs/tasks.md).
+
+Tasks from outside the package (plugins) are registered by importing their module, which calls
+`register_task`. The registry imports them on its first lookup, from two places:
+- the entry point group ``nlp.tasks`` of installed distributions (what a pip-installed plugin
+  declares: ``[project.entry-points."nlp.tasks"] mytask = "mypkg.mytask"``); an entry point
+  may also name a `TaskSpec` instance or class (``"mypkg.mytask:SPEC"``), which is registered;
+- ``$NLP_TASK_PLUGINS``: module names separated by commas (``mypkg.mytask,other.task``), for
+  a module that is not installed (a test, a notebook); `nlp` subprocesses inherit it.
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import os
 from typing import Any
 
 from nlp._common import ConfigError, UnknownNameError, did_you_mean
 from nlp.tasks.classification.spec import CLASSIFICATION
 from nlp.tasks.ner.spec import TOKEN_CLASSIFICATION
 from nlp.tasks.qa.spec import QUESTION_ANSWERING
-from nlp.tasks.spec import TaskSpec
+from nlp.tasks.segmentation.spec import WORD_SEGMENTATION
+from nlp.tasks.spec import DEFAULT_TASK, TaskSpec
 
 __all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "register_task", "get_task", "list_tasks",
-           "task_of_architecture", "default_models", "pipeline"]
+           "task_of_architecture", "default_models", "pipeline", "load_plugins", "DEFAULT_TASK",
+           "PLUGIN_ENV", "PLUGIN_GROUP"]
+
+logger = logging.getLogger(__name__)
+
+PLUGIN_ENV = "NLP_TASK_PLUGINS"  # module names (comma-separated) that register tasks when imported
+PLUGIN_GROUP = "nlp.tasks"  # the entry point group of installed task plugins
 
 TASKS: dict[str, TaskSpec] = {}
 # Other names people use for the same tasks (transformers' and PaddleNLP's), from the specs.
@@ -46,12 +64,44 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
-for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING):
+for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING, WORD_SEGMENTATION):
     register_task(_spec)
+
+_plugins_loaded: set[str] = set()  # plugin modules / entry points imported so far
+
+
+def load_plugins() -> None:
+    """Import the task plugins (the ``nlp.tasks`` entry points, then ``$NLP_TASK_PLUGINS``) not
+    imported yet; each registers its tasks. A plugin that cannot be imported is a ConfigError
+    naming it and where it was named."""
+    import importlib.metadata as md
+
+    wanted: list[tuple[str, str, Any]] = []
+    for ep in md.entry_points(group=PLUGIN_GROUP):
+        wanted.append((f"entry point {ep.name} = {ep.value}", ep.value, ep))
+    for module in (m.strip() for m in os.environ.get(PLUGIN_ENV, "").split(",")):
+        if module:
+            wanted.append((f"${PLUGIN_ENV} ({module})", module, None))
+    for where, target, ep in wanted:
+        if target in _plugins_loaded:
+            continue
+        _plugins_loaded.add(target)  # first: a plugin that looks tasks up while importing
+        try:
+            obj = ep.load() if ep is not None else importlib.import_module(target)
+        except Exception as err:
+            _plugins_loaded.discard(target)
+            raise ConfigError(f"the task plugin {where} cannot be imported: {type(err).__name__}: {err}. "
+                              f"Install it, put it on PYTHONPATH, or remove it from {where.split(' (')[0]}") from err
+        if isinstance(obj, type) and issubclass(obj, TaskSpec):
+            obj = obj()
+        if isinstance(obj, TaskSpec) and TASKS.get(obj.name) is not obj:
+            register_task(obj)
+        logger.debug("task plugin %s loaded", where)
 
 
 def list_tasks() -> list[str]:
-    """The canonical task names."""
+    """The canonical task names (model-free ones and plugins' included)."""
+    load_plugins()
     return list(TASKS)
 
 
@@ -60,21 +110,27 @@ def get_task(name: str) -> TaskSpec:
     key = _key(name)
     key = TASK_ALIASES.get(key, key)
     if key not in TASKS:
+        load_plugins()
+        key = TASK_ALIASES.get(key, key)
+    if key not in TASKS:
         choices = [*TASKS, *TASK_ALIASES]
         raise UnknownNameError(f"Unknown task {name!r}; valid: {', '.join(TASKS)} (aliases: "
-                               f"{', '.join(TASK_ALIASES)}).{did_you_mean(key, choices)}")
+                               f"{', '.join(TASK_ALIASES)}).{did_you_mean(key, choices)} A task from a "
+                               f"plugin module: set ${PLUGIN_ENV}=module (docs/tasks.md)")
     return TASKS[key]
 
 
 def default_models() -> dict[str, str]:
     """{task name: the hub name of its default model}, for the tasks that have one."""
+    load_plugins()
     return {name: spec.default_model for name, spec in TASKS.items() if spec.default_model}
 
 
 def task_of_architecture(architecture: str) -> TaskSpec | None:
     """The task of a config.json `architectures` entry ("ErnieForTokenClassification"), if any."""
+    load_plugins()
     for spec in TASKS.values():
-        if architecture.endswith(spec.architecture_suffix):
+        if spec.needs_model and architecture.endswith(spec.architecture_suffix):
             return spec
     return None
 
@@ -85,6 +141,9 @@ def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None
     or an alias such as "ner", "qa", "sentiment-analysis") from a local directory or model object.
 
     `tokenizer` defaults to the model's directory. Hub names are resolved by `nlp.pipeline`.
+    A model-free task (word segmentation) is built by `nlp.pipeline(task, **options)`.
     """
     spec = get_task(task)
+    if not spec.needs_model:
+        raise ConfigError(f"{spec.name!r} needs no model: call nlp.pipeline({spec.name!r}, **options)")
     return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length)

@@ -1,32 +1,55 @@
-"""What a task is, as the engine, the CLI and export need to know it: the `TaskSpec` base class.
+"""What a task is, as every layer needs to know it: the `TaskSpec` base class.
 
 Each task package defines one subclass and one instance in its ``spec.py``
-(`nlp.tasks.classification.spec.CLASSIFICATION`, ...); `nlp.tasks.registry` registers them.
-The fine-tuning engine (`nlp.train.finetune`), `nlp evaluate`, `nlp predict` and ONNX export
-ask the spec instead of comparing task names::
+(`nlp.tasks.classification.spec.CLASSIFICATION`, ...); `nlp.tasks.registry` registers them
+(a task outside the package: `register_task`, or a plugin module, docs/tasks.md). The
+fine-tuning engine (`nlp.train.finetune`), `nlp evaluate`, `nlp predict`, ONNX export and the
+model server ask the spec instead of comparing task names::
 
     spec = get_task("ner")
     ds = spec.read("train.txt", data)                      # a datasets.Dataset
     names = spec.label_names(ds)                           # the tag set, or None
     model = spec.head(config_with(**spec.head_config(names, ds)))
-    columns = spec.featurize(ds[:], tokenizer, data, names)
+    columns = spec.featurize(ds[:], tokenizer, data, names, settings=recipe.task)
+    collate = spec.collator(tokenizer)                     # feature dicts -> a padded batch
     kept = spec.keep_logits(model, outputs, batch)         # per eval batch
-    scores = spec.score(predictions, label_ids, label_names=names, examples=ds, features=feats, data=data)
+    scores = spec.score(predictions, label_ids, label_names=names, examples=ds, features=feats,
+                        data=data, settings=recipe.task)
+    spec.export_axes(), spec.check_batch(tokenizer, 128)    # ONNX export and its check
+    spec.serving_routes()                                  # {"/predict": ServingAdapter, ...}
 
 `data` is the recipe's data section (`nlp.train.recipe.DataSection`), read by attribute:
-`reader` (reader keyword arguments), `label_names`, `max_length`, `doc_stride`,
-`max_answer_length`, `label_all_tokens`, `long_sentences`.
+`reader` (reader keyword arguments), `label_names`, `max_length`. `settings` is the recipe's
+task section, an instance of the spec's `settings` class (a `TaskSettings` subclass holding the
+task's own knobs: QA `doc_stride`, NER `long_sentences`, ...); None means its defaults.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from nlp._common import ConfigError
+import numpy as np
 
-__all__ = ["TaskSpec"]
+from nlp._common import ConfigError, DataError
+from nlp._settings import Settings
+from nlp.tasks.serving import ServingAdapter
+
+__all__ = ["TaskSpec", "TaskSettings", "EXPORT_INPUTS", "DEFAULT_TASK"]
 
 EXPORT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+DEFAULT_TASK = "text-classification"  # a recipe's task.name when it names none
+
+
+@dataclass
+class TaskSettings(Settings):
+    """The recipe's `task:` section. A task with knobs of its own subclasses it (fields with
+    defaults and a why-comment, checks in `problems()`) and names the subclass in its spec's
+    `settings`; the schema engine builds it from the section, every problem reported at once."""
+
+    # the task (`nlp.tasks.list_tasks()`, aliases allowed): text-classification,
+    # token-classification (ner), question-answering (qa), ...
+    name: str = DEFAULT_TASK
 
 
 class TaskSpec:
@@ -34,12 +57,13 @@ class TaskSpec:
     NotImplementedError; the rest have defaults that fit most tasks."""
 
     name: ClassVar[str]  # canonical name, e.g. "text-classification"
+    needs_model: ClassVar[bool] = True  # False: a model-free task (`nlp.pipeline(name, **kwargs)`)
     aliases: ClassVar[tuple[str, ...]] = ()  # other names people use (transformers', PaddleNLP's)
     head: ClassVar[type]  # the model class (a PreTrainedEncoder subclass)
     # the hub name `nlp.pipeline(task)` and `nlp predict --task` use when no model is given: a
     # fine-tuned model shipped inside the package (`nlp hub ship`); None: the task has no default
     default_model: ClassVar[str | None] = None
-    pipeline: ClassVar[type]  # the inference pipeline class (nlp.tasks.pipelines)
+    pipeline: ClassVar[type]  # the inference pipeline class (nlp/tasks/<task>/pipeline.py, a base_pipeline.Pipeline)
     # the suffix of a saved head's config.json `architectures` entry (transformers' names):
     # "ErnieForTokenClassification" -> this task, for `nlp evaluate` / `nlp predict`
     architecture_suffix: ClassVar[str]
@@ -50,9 +74,17 @@ class TaskSpec:
     default_max_length: ClassVar[int] = 128  # tokens per example when nothing says otherwise
     input_fields: ClassVar[tuple[str, ...]] = ("text",)  # what `nlp predict` reads per record
     optional_input_fields: ClassVar[tuple[str, ...]] = ()  # string fields a record may add
+    result_field: ClassVar[str] = "prediction"  # the field `nlp predict` adds per record (default predict)
+    # the recipe's task section: TaskSettings, or a subclass with the task's own knobs
+    settings: ClassVar[type[TaskSettings]] = TaskSettings
     # what a model of this task exports (ONNX): its inputs, and each output with its axis names
     export_inputs: ClassVar[tuple[str, ...]] = EXPORT_INPUTS
+    # each input's axis names; None: ("batch", "sequence") for every input. "sequence" is bounded
+    # by the model's position embeddings; the other names are free dynamic axes
+    export_input_axes: ClassVar[dict[str, tuple[str, ...]] | None] = None
     export_outputs: ClassVar[dict[str, tuple[str, ...]]]
+    # how `POST /predict` parses, runs and shapes a request (nlp/tasks/serving.py)
+    serving: ClassVar[ServingAdapter] = ServingAdapter()
     # the task layer's own functions, for direct use (`ds.map(spec.preprocess, ...)`)
     reader: ClassVar[Callable]  # path, **options -> Dataset (return_stats=True: and its ReadStats)
     preprocess: ClassVar[Callable]
@@ -83,20 +115,39 @@ class TaskSpec:
         """Lines that describe a dataset's figures (`nlp data stats`): size, label counts."""
         return [f"{len(ds)} records"]
 
-    def check_data(self, data: Any) -> list[str]:
-        """Problems of the data settings that only this task has, as messages naming the key."""
+    def check_data(self, data: Any, settings: Any = None) -> list[str]:
+        """Problems of the data and task settings together that only this task has, as messages
+        naming the key (QA: `task.doc_stride < data.max_length`)."""
         return []
 
+    def task_settings(self, settings: Any = None) -> TaskSettings:
+        """`settings` (the recipe's task section), or this task's defaults when None."""
+        return self.settings(name=self.name) if settings is None else settings
+
     def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
-                  label_names: list[str] | None) -> dict[str, list]:
+                  label_names: list[str] | None, *, settings: Any = None) -> dict[str, list]:
         """A batch of examples (a dict of columns) -> feature columns (python lists), the same
         for training and evaluation: input ids, labels, and what scoring needs (QA: offsets)."""
         raise NotImplementedError
 
+    def collator(self, tokenizer: Any, *, pad_to_multiple_of: int | None = None) -> Callable[[list], dict]:
+        """Feature dicts -> one padded batch of tensors, for training, evaluation and the pipeline.
+        Default: `DataCollatorWithPadding` (features of one sequence each); a task whose features
+        have another shape (batch x choices x sequence) pads them itself."""
+        from nlp.tokenizer import DataCollatorWithPadding
+
+        return DataCollatorWithPadding(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_to_multiple_of)
+
+    def feature_length(self, feature: Mapping[str, Any]) -> int:
+        """A feature's size in tokens, for length-grouped batching and packing: its longest row."""
+        ids = feature["input_ids"]
+        return max(map(len, ids)) if ids and isinstance(ids[0], (list, tuple)) else len(ids)
+
     # ------------------------------------------------------------------ model
 
-    def head_config(self, label_names: list[str] | None, train: Any = None) -> dict[str, Any]:
-        """Config fields the head needs for this data (num_labels, id2label, problem_type...)."""
+    def head_config(self, label_names: list[str] | None, train: Any = None, settings: Any = None) -> dict[str, Any]:
+        """Config fields the head needs for this data and task settings (num_labels, id2label,
+        problem_type, NER's use_crf...)."""
         if label_names is None:
             return {}
         return {"id2label": dict(enumerate(label_names)), "label2id": {n: i for i, n in enumerate(label_names)}}
@@ -125,7 +176,8 @@ class TaskSpec:
         return outputs.logits
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any] | None, *, label_names: list[str] | None,
-              examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any) -> dict[str, float]:
+              examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any,
+              settings: Any = None) -> dict[str, float]:
         """The task metrics of one evaluated split. `predictions[i]` is `keep_logits`' row of
         feature i, `label_ids[i]` its labels (a tuple with several label keys); `examples` and
         `features` are the split being scored (QA maps windows back to answers with them)."""
@@ -133,14 +185,57 @@ class TaskSpec:
 
     # ------------------------------------------------------------------ prediction
 
+    def parse_record(self, record: Any, where: str) -> dict[str, Any]:
+        """One input record of `nlp predict` (a decoded JSON line), checked: an object with every
+        `input_fields` key, each a string, and the `optional_input_fields` strings. DataError
+        names `where` (FILE:LINE) and the field."""
+        if not isinstance(record, dict) or any(k not in record for k in self.input_fields):
+            raise DataError(f"{where}: expected an object with {', '.join(self.input_fields)}")
+        for key in (*self.input_fields, *self.optional_input_fields):
+            if key in record and not isinstance(record[key], str):
+                value = record[key]
+                got = "null" if value is None else f"a {type(value).__name__} ({_json_short(value)})"
+                raise DataError(f"{where}: {key!r} is {got}; expected a string")
+        return record
+
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
         """Run `pipe` (this task's pipeline) over input records ({field: value}); per record the
-        fields to add to it in `nlp predict`'s output."""
-        raise NotImplementedError
+        fields to add to it in `nlp predict`'s output. Default: the pipeline called with one list
+        per input field, in `input_fields` order; each output under `result_field`."""
+        outputs = pipe(*[[r[f] for r in records] for f in self.input_fields])
+        return [{self.result_field: o} for o in outputs]
 
     def empty_prediction(self) -> dict[str, Any]:
-        """The fields `nlp predict` writes for a blank input line (no labels, entities, answer)."""
-        raise NotImplementedError
+        """The fields `nlp predict` writes for a blank input line: `result_field` with no value
+        (tasks give their own empty value: no labels [], no entities [], a null answer)."""
+        return {self.result_field: None}
+
+    # ------------------------------------------------------------------ export
+
+    def export_axes(self) -> dict[str, tuple[str, ...]]:
+        """Each export input's axis names (`export_input_axes`, else (batch, sequence))."""
+        axes = self.export_input_axes or {}
+        return {name: tuple(axes.get(name, ("batch", "sequence"))) for name in self.export_inputs}
+
+    def check_batch(self, tokenizer: Any, max_length: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The padded int64 batch (by export input) an export is checked on: `texts` are real
+        reviews of mixed lengths (nlp/deploy/check.py). Default: each text one sequence."""
+        enc = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True)
+        return {k: np.asarray(enc[k], dtype=np.int64) for k in self.export_inputs}
+
+    # ------------------------------------------------------------------ serving
+
+    def serving_routes(self) -> dict[str, ServingAdapter]:
+        """The HTTP routes (POST) the model server answers for this task, each with its adapter
+        (nlp/tasks/serving.py); every route gets the server's batching, limits, metrics and auth."""
+        return {"/predict": self.serving}
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, head={self.head.__name__})"
+        head = getattr(self, "head", None)
+        return f"{type(self).__name__}(name={self.name!r}, head={getattr(head, '__name__', None)})"
+
+
+def _json_short(value: Any) -> str:
+    import json
+
+    return json.dumps(value)[:40]

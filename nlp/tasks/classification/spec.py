@@ -9,10 +9,11 @@ import datasets
 import numpy as np
 
 from nlp.tasks.classification.data import read_classification
+from nlp.tasks.classification.pipeline import TextClassificationPipeline
 from nlp.tasks.classification.heads import ErnieForSequenceClassification
 from nlp.tasks.classification.metrics import classification_metrics, multilabel_metrics, regression_metrics
 from nlp.tasks.classification.preprocess import preprocess_classification
-from nlp.tasks.pipelines import TextClassificationPipeline
+from nlp.tasks.classification.serving import ClassificationAdapter
 from nlp.tasks.spec import TaskSpec
 
 __all__ = ["ClassificationSpec", "CLASSIFICATION", "problem_type_of"]
@@ -38,6 +39,8 @@ class ClassificationSpec(TaskSpec):
     label_column = "label"
     optional_input_fields = ("text_pair",)
     export_outputs = {"logits": ("batch", "num_labels")}
+    result_field = "labels"
+    serving = ClassificationAdapter()
     reader = staticmethod(read_classification)
     preprocess = staticmethod(preprocess_classification)
     metric = staticmethod(classification_metrics)
@@ -65,13 +68,13 @@ class ClassificationSpec(TaskSpec):
         return texts + (list(ds["text_pair"]) if "text_pair" in ds.column_names else [])
 
     def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
-                  label_names: list[str] | None) -> dict[str, list]:
+                  label_names: list[str] | None, *, settings: Any = None) -> dict[str, list]:
         return preprocess_classification(
             columns, tokenizer, max_length=data.max_length,
             label2id={n: i for i, n in enumerate(label_names)} if label_names else None,
             num_labels=len(label_names) if label_names else None)
 
-    def head_config(self, label_names: list[str] | None, train: Any = None) -> dict[str, Any]:
+    def head_config(self, label_names: list[str] | None, train: Any = None, settings: Any = None) -> dict[str, Any]:
         # The problem type is decided here, from the data, not from the first batch's dtype.
         if label_names is None:
             return {"num_labels": 1, "problem_type": "regression"}
@@ -81,7 +84,7 @@ class ClassificationSpec(TaskSpec):
         return out
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
-              examples: Any, features: Any, data: Any) -> dict[str, float]:
+              examples: Any, features: Any, data: Any, settings: Any = None) -> dict[str, float]:
         logits = np.stack(predictions)
         if logits.shape[-1] == 1:  # regression
             return regression_metrics([float(x) for x in label_ids], logits[:, 0].tolist())

@@ -3,21 +3,37 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import datasets
 import torch
 
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
+from nlp.tasks.ner.pipeline import TokenClassificationPipeline
 from nlp.tasks.ner.heads import ErnieForTokenClassification
 from nlp.tasks.ner.metrics import ner_metrics
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import preprocess_ner
 from nlp.tasks.ner.tags import get_entities
-from nlp.tasks.pipelines import TokenClassificationPipeline
-from nlp.tasks.spec import TaskSpec
+from nlp.tasks.ner.serving import TokenClassificationAdapter
+from nlp.tasks.spec import TaskSettings, TaskSpec
 
-__all__ = ["TokenClassificationSpec", "TOKEN_CLASSIFICATION"]
+__all__ = ["TokenClassificationSpec", "TokenClassificationSettings", "TOKEN_CLASSIFICATION"]
+
+
+@dataclass
+class TokenClassificationSettings(TaskSettings):
+    """The recipe's task section for NER (formerly data.label_all_tokens / data.long_sentences)."""
+
+    name: str = "token-classification"
+    label_all_tokens: bool = False  # label every sub-token of a word, not only the first
+    # a sentence over data.max_length tokens is split into pieces (every word kept and scored)
+    # or truncated (its tail neither trained on nor scored)
+    long_sentences: Literal["split", "truncate"] = "split"
+    # a CRF layer over the tags (Viterbi decoding); None: as the model's config says
+    # (model.config.use_crf, false for a new head)
+    use_crf: bool | None = None
 
 
 class TokenClassificationSpec(TaskSpec):
@@ -29,6 +45,9 @@ class TokenClassificationSpec(TaskSpec):
     architecture_suffix = "ForTokenClassification"
     label_column = "ner_tags"
     export_outputs = {"logits": ("batch", "sequence", "num_labels")}
+    result_field = "entities"
+    settings = TokenClassificationSettings
+    serving = TokenClassificationAdapter()
     reader = staticmethod(read_conll)
     preprocess = staticmethod(preprocess_ner)
     metric = staticmethod(ner_metrics)
@@ -55,9 +74,15 @@ class TokenClassificationSpec(TaskSpec):
         return ["".join(t) for t in ds["tokens"]]
 
     def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
-                  label_names: list[str] | None) -> dict[str, list]:
+                  label_names: list[str] | None, *, settings: Any = None) -> dict[str, list]:
+        settings = self.task_settings(settings)
         return preprocess_ner(columns, tokenizer, max_length=data.max_length, label_names=label_names,
-                              label_all_tokens=data.label_all_tokens, long_sentences=data.long_sentences)
+                              label_all_tokens=settings.label_all_tokens, long_sentences=settings.long_sentences)
+
+    def head_config(self, label_names: list[str] | None, train: Any = None, settings: Any = None) -> dict[str, Any]:
+        out = super().head_config(label_names, train)
+        use_crf = self.task_settings(settings).use_crf
+        return out if use_crf is None else {**out, "use_crf": use_crf}
 
     def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         # Decoded tag ids where a tag is scored (first sub-token of a word), -100 elsewhere;
@@ -71,7 +96,7 @@ class TokenClassificationSpec(TaskSpec):
         return out
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
-              examples: Any, features: Any, data: Any) -> dict[str, float]:
+              examples: Any, features: Any, data: Any, settings: Any = None) -> dict[str, float]:
         names = label_names or []
         gold, guess = [], []
         for p, g in zip(predictions, label_ids):
@@ -84,9 +109,6 @@ class TokenClassificationSpec(TaskSpec):
     def loss_units(self, model: Any) -> Callable[[Any], int] | None:
         # a CRF's loss is a mean over sequences, not over labelled tokens
         return _sequences_in if getattr(model, "crf", None) is not None else None
-
-    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
-        return [{"entities": o} for o in pipe([r["text"] for r in records])]
 
     def empty_prediction(self) -> dict[str, Any]:
         return {"entities": []}

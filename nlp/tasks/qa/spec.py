@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
 
 import datasets
 import numpy as np
 
 from nlp._common import NlpError
-from nlp.tasks.pipelines import QuestionAnsweringPipeline
+from nlp._settings import Problem
 from nlp.tasks.qa.data import read_squad
+from nlp.tasks.qa.pipeline import QuestionAnsweringPipeline
 from nlp.tasks.qa.heads import ErnieForQuestionAnswering
 from nlp.tasks.qa.metrics import cmrc2018_metrics
 from nlp.tasks.qa.postprocess import postprocess_qa
 from nlp.tasks.qa.preprocess import preprocess_qa
-from nlp.tasks.spec import TaskSpec
+from nlp.tasks.qa.serving import QuestionAnsweringAdapter
+from nlp.tasks.spec import TaskSettings, TaskSpec
 
-__all__ = ["QuestionAnsweringSpec", "QUESTION_ANSWERING"]
+__all__ = ["QuestionAnsweringSpec", "QuestionAnsweringSettings", "QUESTION_ANSWERING"]
+
+# Questions paired with the check texts of an export (each text a context).
+_CHECK_QUESTIONS = ["这是哪里？", "谁说的？", "评价怎么样？", "为什么？"]
+
+
+@dataclass
+class QuestionAnsweringSettings(TaskSettings):
+    """The recipe's task section for extractive QA (formerly data.doc_stride / data.max_answer_length)."""
+
+    name: str = "question-answering"
+    doc_stride: int = 128  # overlap between consecutive windows of a long context, in tokens
+    max_answer_length: int = 30  # longest answer span considered, in tokens
+
+    def problems(self) -> Iterator[Problem]:
+        for name in ("doc_stride", "max_answer_length"):
+            if getattr(self, name) < 1:
+                yield Problem(name, f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def _pad_rows(rows: Sequence[np.ndarray], value: float) -> np.ndarray:
@@ -39,6 +59,9 @@ class QuestionAnsweringSpec(TaskSpec):
     packable = False  # answer positions are per window
     default_max_length = 384
     input_fields = ("question", "context")
+    result_field = "answer"
+    settings = QuestionAnsweringSettings
+    serving = QuestionAnsweringAdapter()
     export_outputs = {"start_logits": ("batch", "sequence"), "end_logits": ("batch", "sequence")}
     reader = staticmethod(read_squad)
     preprocess = staticmethod(preprocess_qa)
@@ -55,41 +78,43 @@ class QuestionAnsweringSpec(TaskSpec):
     def training_texts(self, ds: datasets.Dataset) -> list[str]:
         return list(dict.fromkeys(ds["context"])) + list(ds["question"])
 
-    def check_data(self, data: Any) -> list[str]:
+    def check_data(self, data: Any, settings: Any = None) -> list[str]:
         errors = []
-        if data.doc_stride >= data.max_length:
-            errors.append(f"data.doc_stride ({data.doc_stride}) must be smaller than data.max_length "
+        stride = self.task_settings(settings).doc_stride
+        if stride >= data.max_length:
+            errors.append(f"task.doc_stride ({stride}) must be smaller than data.max_length "
                           f"({data.max_length}): windows overlap by doc_stride tokens")
         return errors
 
     def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
-                  label_names: list[str] | None) -> dict[str, list]:
-        return preprocess_qa(columns, tokenizer, max_length=data.max_length, doc_stride=data.doc_stride)
+                  label_names: list[str] | None, *, settings: Any = None) -> dict[str, list]:
+        return preprocess_qa(columns, tokenizer, max_length=data.max_length,
+                             doc_stride=self.task_settings(settings).doc_stride)
 
-    def head_config(self, label_names: list[str] | None, train: Any = None) -> dict[str, Any]:
+    def head_config(self, label_names: list[str] | None, train: Any = None, settings: Any = None) -> dict[str, Any]:
         return {"num_labels": 2}  # a start and an end logit per token
 
     def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
         return outputs.start_logits, outputs.end_logits
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
-              examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any) -> dict[str, float]:
+              examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any,
+              settings: Any = None) -> dict[str, float]:
         if examples is None or features is None:
             raise NlpError("QA scoring needs the examples and features being scored")
         starts = _pad_rows([p[0] for p in predictions], -1e9)
         ends = _pad_rows([p[1] for p in predictions], -1e9)
         feats = {"example_id": [f["example_id"] for f in features],
                  "offset_mapping": [f["offset_mapping"] for f in features]}
-        answers = postprocess_qa(examples, feats, starts, ends, max_answer_length=data.max_answer_length)
+        answers = postprocess_qa(examples, feats, starts, ends, max_answer_length=self.task_settings(settings).max_answer_length)
         m = cmrc2018_metrics({k: v["text"] for k, v in answers.items()}, examples)
         return {"exact_match": m["exact_match"], "f1": m["f1"], "average": m["average"]}
 
-    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
-        out = pipe(question=[r["question"] for r in records], context=[r["context"] for r in records])
-        return [{"answer": o} for o in out]
-
-    def empty_prediction(self) -> dict[str, Any]:
-        return {"answer": None}
+    def check_batch(self, tokenizer: Any, max_length: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        # each text is a context, with a question
+        questions = [_CHECK_QUESTIONS[i % len(_CHECK_QUESTIONS)] for i in range(len(texts))]
+        enc = tokenizer(questions, list(texts), truncation="only_second", max_length=max_length, padding=True)
+        return {k: np.asarray(enc[k], dtype=np.int64) for k in self.export_inputs}
 
 
 QUESTION_ANSWERING = QuestionAnsweringSpec()

@@ -4,6 +4,6 @@
     seg("飞桨是深度学习平台")   # [{"word": "飞桨", "start": 0, "end": 2}, ...]
 """
 
-from nlp.tasks.segmentation.pipeline import MODEL_FREE_TASKS, WordSegmentationPipeline
+from nlp.tasks.segmentation.pipeline import WordSegmentationPipeline
 
-__all__ = ["WordSegmentationPipeline", "MODEL_FREE_TASKS"]
+__all__ = ["WordSegmentationPipeline"]

@@ -25,7 +25,7 @@ from typing import Any
 from nlp._common import ConfigError, DataError
 from nlp.tokenizer.segmenter import JiebaSegmenter
 
-__all__ = ["WordSegmentationPipeline", "read_user_dict", "MODEL_FREE_TASKS"]
+__all__ = ["WordSegmentationPipeline", "read_user_dict"]
 
 
 def read_user_dict(path: str | os.PathLike) -> list[str]:
@@ -94,11 +94,3 @@ class WordSegmentationPipeline:
 
     def __repr__(self) -> str:
         return f"WordSegmentationPipeline({self.segmenter!r})"
-
-
-# Tasks whose pipeline needs no model: `nlp.pipeline(name, **kwargs)` builds them directly.
-MODEL_FREE_TASKS: dict[str, type] = {
-    "word-segmentation": WordSegmentationPipeline,
-    "segmentation": WordSegmentationPipeline,
-    "cws": WordSegmentationPipeline,
-}

@@ -1,0 +1,191 @@
+"""The base of every task's inference pipeline: a backend, a tokenizer, batched forwards.
+
+Each task's pipeline class lives in its package (`nlp.tasks.<task>.pipeline`);
+`nlp.tasks.pipelines` re-exports them.
+
+    clf = pipeline("text-classification", model="out/")          # a local model directory
+    clf(["服务很好", "太难吃了"], top_k=2)  # [[{"label", "score"}, ...], ...]
+    ner = pipeline("token-classification", model="ner_out/")
+    ner("张三在北京工作")   # [{"type": "PER", "text": "张三", "start": 0, "end": 2, "score": ...}, ...]
+    qa = pipeline("question-answering", model="qa_out/")
+    qa(question="谁在北京?", context="张三在北京工作")  # {"answer", "score", "start", "end"}
+
+A pipeline's forward pass is a backend (nlp/tasks/backend.py): a PyTorch head model wrapped in
+`TorchBackend`, or an exported model on onnxruntime (`nlp.deploy.OnnxBackend`), so the same
+pre- and post-processing serves both. This module loads PyTorch models from local directories
+(or takes a model, or a backend, and a tokenizer already loaded); `nlp.pipeline` (nlp/auto.py)
+resolves hub names to directories and export directories to onnxruntime backends first, then
+calls the factory `nlp.tasks.pipeline` (nlp/tasks/registry.py), which picks the class by task.
+
+Inputs: a str or a list of str (QA: question and context). `[]` gives `[]`; any string is
+accepted (an empty or invisible-only text has no entities; classification still scores it).
+Batches are formed from all features at once, shortest first, `batch_size` rows per forward
+call: the windows of a long document run together, not one at a time.
+
+Long inputs are windowed, never silently truncated: NER runs overlapping windows over the whole
+text and takes each character's tag from the window where it has the most context on both
+sides; QA searches every window of the context. Text classification truncates to
+`max_length` tokens, as the model was trained on one window per text.
+
+NER reads the text character by character (each non-space character is one word fed with
+`is_split_into_words=True`), matching the character-labelled corpora and the alignment of
+nlp/tasks/ner/preprocess.py; entity offsets are character offsets into the text given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlp._common import ConfigError, DataError
+from nlp.models import PreTrainedEncoder
+from nlp.tasks.backend import Backend, TorchBackend
+from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
+
+__all__ = ["Pipeline", "MODEL_INPUTS", "as_batch", "check_unicode"]
+
+logger = logging.getLogger(__name__)
+
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+# What `nlp export` writes (nlp.deploy); a directory holding it runs through nlp.pipeline.
+_EXPORT_MANIFEST = "manifest.json"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class Pipeline:
+    """Holds a backend (the forward pass) and a tokenizer; runs features through it in batches."""
+
+    task: str = ""
+    head_class: type[PreTrainedEncoder] = PreTrainedEncoder
+
+    def __init__(self, model: PreTrainedEncoder | Backend | str | os.PathLike,
+                 tokenizer: Tokenizer | str | os.PathLike | None = None,
+                 *, device: Any = None, batch_size: int = 8, max_length: int | None = None,
+                 pad_to_multiple_of: int | None = None) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.model: PreTrainedEncoder | None = None
+        if isinstance(model, PreTrainedEncoder):
+            if not isinstance(model, self.head_class):
+                raise ConfigError(f"{self.task!r} needs a {self.head_class.__name__}, got {type(model).__name__}")
+            if tokenizer is None:
+                raise ConfigError("give tokenizer= (a Tokenizer or a directory) with a model object")
+            backend: Backend = TorchBackend(model, device)
+        elif isinstance(model, Backend):
+            if tokenizer is None:
+                raise ConfigError("give tokenizer= (a Tokenizer or a directory) with a backend")
+            backend = model
+        elif isinstance(model, (str, os.PathLike)):
+            path = Path(model).expanduser()
+            if not path.is_dir():
+                raise ConfigError(f"model {str(model)!r} is not a local directory. To use a hub name, "
+                                  "call nlp.pipeline(...), which downloads it first.")
+            if (path / _EXPORT_MANIFEST).is_file():
+                raise ConfigError(f"{str(path)!r} is an export directory (nlp export); run it with "
+                                  f"nlp.pipeline({self.task!r}, model={str(path)!r}), which loads it on onnxruntime")
+            backend = TorchBackend(self.head_class.from_pretrained(path), device)
+            tokenizer = path if tokenizer is None else tokenizer
+        else:
+            raise TypeError(f"model must be a local directory (str or os.PathLike), a {self.head_class.__name__} "
+                            f"or a backend (nlp.tasks.backend.Backend); got {type(model).__name__} {_short(model)}")
+        if isinstance(tokenizer, (str, os.PathLike)):
+            tokenizer = load_tokenizer(Path(tokenizer).expanduser())
+        elif not isinstance(tokenizer, Tokenizer):
+            raise TypeError(f"tokenizer must be a Tokenizer or a local directory (str or os.PathLike); "
+                            f"got {type(tokenizer).__name__} {_short(tokenizer)}")
+        self.backend = backend
+        self.config = backend.config
+        if isinstance(backend, TorchBackend):
+            self.model, self.device = backend.model, backend.device
+        else:
+            self.device = torch.device("cpu")  # where the pipeline's own decoding runs
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        limit = min(tokenizer.model_max_length, self.config.max_position_embeddings)
+        self.max_length = min(max_length or 512, limit)
+        self.pad_to_multiple_of = pad_to_multiple_of
+
+    @property
+    def pad_to_multiple_of(self) -> int | None:
+        """None: each batch pads to its longest row; n: up to a multiple of n, so that batches
+        come in fewer shapes (a server keeps one set of kernels per shape: nlp/deploy/server_model.py)."""
+        return self._pad_to_multiple_of
+
+    @pad_to_multiple_of.setter
+    def pad_to_multiple_of(self, multiple: int | None) -> None:
+        if multiple is not None:
+            if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+                raise ConfigError(f"pad_to_multiple_of must be a positive int or None, got {multiple!r}")
+            padded = -(-self.max_length // multiple) * multiple
+            positions = self.config.max_position_embeddings
+            if padded > positions:
+                raise ConfigError(f"pad_to_multiple_of={multiple} pads rows of max_length={self.max_length} "
+                                  f"to {padded} tokens, past the model's {positions} positions; give a "
+                                  f"max_length of at most {positions // multiple * multiple}")
+        self._pad_to_multiple_of = multiple
+        self._collate = self._make_collator(multiple)
+
+    def _make_collator(self, multiple: int | None) -> Any:
+        """Feature dicts -> a padded batch of tensors (a task with 3-D features pads its own)."""
+        return DataCollatorWithPadding(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
+
+    def _length(self, feature: dict[str, list]) -> int:
+        """A feature's length in tokens: what its forward is sorted by and trimmed to."""
+        return len(feature["input_ids"])
+
+    def _forward(self, features: list[dict[str, list]]) -> list[Any]:
+        """Backend outputs per feature, each row trimmed to its own length. Features run
+        shortest first, `batch_size` per backend call (less padding); results come back in order."""
+        outs: list[Any] = [None] * len(features)
+        order = sorted(range(len(features)), key=lambda i: self._length(features[i]))
+        for i in range(0, len(order), self.batch_size):
+            rows = order[i:i + self.batch_size]
+            chunk = [{k: features[r][k] for k in MODEL_INPUTS if k in features[r]} for r in rows]
+            batch = {k: v.numpy().astype(np.int64, copy=False) for k, v in self._collate(chunk).items()}
+            out = self.backend(batch)
+            for j, r in enumerate(rows):
+                outs[r] = self._row(out, j, self._length(features[r]))
+        return outs
+
+    def _row(self, out: dict[str, np.ndarray], j: int, length: int) -> Any:
+        logits = out["logits"]
+        return logits[j, :length] if logits.ndim == 3 else logits[j]
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(task={self.task!r}, backend={self.backend!r}, "
+                f"batch_size={self.batch_size}, max_length={self.max_length})")
+
+
+def as_batch(inputs: Any, what: str) -> tuple[list[str], bool]:
+    """(texts, single): a str is one text, a list or tuple of str a batch (possibly empty)."""
+    if isinstance(inputs, str):
+        return [inputs], True
+    if not isinstance(inputs, Sequence) or isinstance(inputs, (bytes, bytearray)):
+        raise TypeError(f"{what} must be a str or a list of str; got {type(inputs).__name__} {_short(inputs)}")
+    texts = list(inputs)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{what} {i} must be a str; got {type(t).__name__} {_short(t)} "
+                            f"(give a str or a list of str)")
+    return texts, False
+
+
+def check_unicode(texts: list[str], what: str, single: bool) -> None:
+    """DataError naming the text and the character of a lone surrogate (not valid UTF-8)."""
+    for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            name = what if single else f"{what} {i}"
+            raise DataError(f"{name} holds a lone surrogate {text[err.start]!r} at character {err.start}; "
+                            "text must be valid Unicode (decode bytes with errors='replace')") from None

@@ -1,0 +1,54 @@
+"""The text classification pipeline: labels with scores per text (or text pair).
+
+    clf = nlp.pipeline("text-classification", model="out/")
+    clf(["服务很好", "太难吃了"], top_k=2)  # [[{"label", "score"}, ...], ...]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from nlp._common import DataError
+from nlp.tasks.base_pipeline import MODEL_INPUTS as _MODEL_INPUTS
+from nlp.tasks.base_pipeline import Pipeline
+from nlp.tasks.base_pipeline import as_batch as _as_batch
+from nlp.tasks.classification.heads import ErnieForSequenceClassification
+
+__all__ = ["TextClassificationPipeline"]
+
+
+class TextClassificationPipeline(Pipeline):
+    """Labels with scores: softmax (single-label), sigmoid (multi-label) or the value (regression)."""
+
+    task = "text-classification"
+    head_class = ErnieForSequenceClassification
+
+    def __call__(self, texts: str | Sequence[str], text_pair: str | Sequence[str] | None = None,
+                 *, top_k: int | None = 1) -> list[dict] | list[list[dict]]:
+        """Per text, the `top_k` labels by score ({"label", "score"}); top_k=None gives all."""
+        batch, single = _as_batch(texts, "text")
+        pairs = None
+        if text_pair is not None:
+            pairs, _ = _as_batch(text_pair, "text_pair")
+            if len(pairs) != len(batch):
+                raise DataError(f"{len(batch)} texts but {len(pairs)} text pairs")
+        if not batch:
+            return []
+        enc = self.tokenizer(batch, pairs, truncation=True, max_length=self.max_length)
+        feats = [{k: enc[k][i] for k in _MODEL_INPUTS if k in enc} for i in range(len(batch))]
+        cfg = self.config
+        problem = cfg.problem_type or ("regression" if cfg.num_labels == 1 else "single_label_classification")
+        results = []
+        for logits in self._forward(feats):
+            if problem == "regression":
+                scores = logits
+            elif problem == "multi_label_classification":
+                scores = 1.0 / (1.0 + np.exp(-logits))
+            else:
+                e = np.exp(logits - logits.max())
+                scores = e / e.sum()
+            order = np.argsort(-scores, kind="stable")[: top_k or len(scores)]
+            results.append([{"label": cfg.id2label[int(i)], "score": float(scores[i])} for i in order])
+        return results[0] if single else results

@@ -1,0 +1,33 @@
+"""How `POST /predict` takes and answers text classification (nlp/tasks/serving.py):
+
+    "inputs": "text" | ["text", ...]  ->  [{"label", "score"}] per text, best first (transformers' shape)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nlp.tasks.serving import ServingAdapter, int_param
+
+__all__ = ["ClassificationAdapter"]
+
+_LABEL = {"type": "object", "properties": {"label": {"type": "string"}, "score": {"type": "number"}}}
+
+
+class ClassificationAdapter(ServingAdapter):
+    parameters = {"top_k": "how many labels to return per text, best first (default 1; null: all)"}
+    output_description = "the top_k labels, best first, per text (a list of them for a list of texts)"
+
+    def check_params(self, params: dict[str, Any], served: Any) -> None:
+        int_param(params, "top_k", minimum=1, allow_none=True)
+
+    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        # every label's score, so that requests asking for different top_k share one forward
+        return served.pipeline(items, top_k=None)
+
+    def shape(self, output: Any, params: dict[str, Any]) -> Any:
+        top_k = params.get("top_k", 1)
+        return output if top_k is None else output[:top_k]
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"oneOf": [_LABEL, {"type": "array", "items": _LABEL}]}}
