@@ -1,9 +1,11 @@
 """A file of inputs through a pipeline: what `nlp predict` does, for any backend.
 
-Input: a .txt file (one text a line) or .jsonl ({"text": ...[, "text_pair": ...]}; QA:
-{"question": ..., "context": ...}). Output: one result per input line, in order, blank lines
-included (an empty result: no labels, no entities, or a null answer), and each text exactly as
-the line holds it (leading whitespace kept), so entity offsets index the line as given.
+Input: a .txt file (one text a line, for tasks whose `input_fields` are ("text",)) or .jsonl,
+one record a line with the task's `input_fields` ({"text": ...[, "text_pair": ...]}; QA:
+{"question": ..., "context": ...}), checked by the spec's `parse_record`. Output: one result
+per input line, in order, blank lines included (the spec's `empty_prediction()`: no labels, no
+entities, a null answer), and each text exactly as the line holds it (leading whitespace kept),
+so entity offsets index the line as given.
 """
 
 from __future__ import annotations
@@ -72,13 +74,7 @@ def read_inputs(path: str | Path, task: str | TaskSpec, *, encoding: str = "utf-
             rec = json.loads(line)
         except json.JSONDecodeError as err:
             raise DataError(f"{path}:{n}: not a JSON object: {err}") from None
-        if not isinstance(rec, dict) or any(k not in rec for k in need):
-            raise DataError(f"{path}:{n}: expected an object with {', '.join(need)}")
-        for key in (*need, *spec.optional_input_fields):
-            if key in rec and not isinstance(rec[key], str):
-                got = "null" if rec[key] is None else f"a {type(rec[key]).__name__} ({json.dumps(rec[key])[:40]})"
-                raise DataError(f"{path}:{n}: {key!r} is {got}; expected a string")
-        rows.append(rec)
+        rows.append(spec.parse_record(rec, f"{path}:{n}"))  # the task's fields, checked
     return rows
 
 

@@ -122,7 +122,7 @@ class TaskSpec:
 
     def task_settings(self, settings: Any = None) -> TaskSettings:
         """`settings` (the recipe's task section), or this task's defaults when None."""
-        return self.settings(name=self.name) if settings is None else settings
+        return settings if isinstance(settings, self.settings) else self.settings(name=self.name)
 
     def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
                   label_names: list[str] | None, *, settings: Any = None) -> dict[str, list]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -39,9 +38,10 @@ from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config
 from nlp.tasks.model_dirs import find_model_dir, task_of_model  # re-exported: nlp predict / evaluate
 from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
-from nlp.tokenizer import DataCollatorWithPadding, PackingCollator, Tokenizer, load_tokenizer
+from nlp.tokenizer import PackingCollator, Tokenizer, load_tokenizer
 from nlp.train.evaluation import EvalPrediction, predict_loop
 from nlp.train.recipe import Recipe, recipe_to_dict
+from nlp.train.run_dir import write_run_files
 from nlp.train.trainer import Trainer
 
 __all__ = ["Loaders", "local_loaders", "finetune", "FinetuneResult", "TaskData", "load_task_data",
@@ -120,10 +120,11 @@ def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str],
     return splits, sources
 
 
-def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None) -> TaskData:
+def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, spec: TaskSpec | None = None) -> TaskData:
     """Read the splits the recipe uses; check the label set. Raises ConfigError naming the key
-    or file on a missing file, an unreadable record or a label set that does not match."""
-    spec, data = get_task(recipe.task.name), recipe.data
+    or file on a missing file, an unreadable record or a label set that does not match.
+    `spec`: the recipe's task (looked up when not given), as for the other helpers here."""
+    spec, data = spec or get_task(recipe.task.name), recipe.data
     if data.label_names is not None and not spec.has_label_set:
         raise ConfigError(f"data.label_names: {spec.name} has no label set; remove it")
     wanted = {"train": data.train_split, "dev": data.dev_split, "test": data.test_split}
@@ -163,10 +164,12 @@ def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None) -> 
 # --------------------------------------------------------------------------- features
 
 
-def featurize(recipe: Recipe, ds: Any, tokenizer: Tokenizer, label_names: list[str] | None) -> list[dict]:
+def featurize(recipe: Recipe, ds: Any, tokenizer: Tokenizer, label_names: list[str] | None, *,
+              spec: TaskSpec | None = None) -> list[dict]:
     """Feature dicts (python lists) of one split, through the task's preprocessing."""
+    spec = spec or get_task(recipe.task.name)
     try:
-        columns = get_task(recipe.task.name).featurize(ds[:], tokenizer, recipe.data, label_names)
+        columns = spec.featurize(ds[:], tokenizer, recipe.data, label_names, settings=recipe.task)
     except DataError as err:
         raise ConfigError(f"data: {err}") from None
     n = len(columns["input_ids"])
@@ -184,7 +187,7 @@ class TaskMetrics:
     def __init__(self, task: str | TaskSpec, label_names: list[str] | None, model: PreTrainedEncoder,
                  recipe: Recipe):
         self.spec = get_task(task) if isinstance(task, str) else task
-        self.label_names, self.model, self.data = label_names, model, recipe.data
+        self.label_names, self.model, self.data, self.settings = label_names, model, recipe.data, recipe.task
         self.label_keys = self.spec.label_keys
         self.examples: Any = None
         self.features: list[dict] | None = None
@@ -198,7 +201,8 @@ class TaskMetrics:
 
     def __call__(self, pred: EvalPrediction) -> dict[str, float]:
         return self.spec.score(pred.predictions, pred.label_ids, label_names=self.label_names,
-                               examples=self.examples, features=self.features, data=self.data)
+                               examples=self.examples, features=self.features, data=self.data,
+                               settings=self.settings)
 
 
 def _unwrap(model: Any) -> Any:
@@ -219,7 +223,8 @@ def evaluate_model(model: PreTrainedEncoder, metrics: TaskMetrics, features: lis
 # --------------------------------------------------------------------------- model and tokenizer
 
 
-def _build_tokenizer(recipe: Recipe, train_ds: Any, loaders: Loaders, run_dir: Path) -> Tokenizer:
+def _build_tokenizer(recipe: Recipe, train_ds: Any, loaders: Loaders, run_dir: Path, *,
+                     spec: TaskSpec | None = None) -> Tokenizer:
     saved = run_dir / "tokenizer"
     if (saved / "tokenizer_config.json").is_file() or (saved / "vocab.txt").is_file():
         return load_tokenizer(saved)  # a resumed run keeps its token ids
@@ -233,7 +238,7 @@ def _build_tokenizer(recipe: Recipe, train_ds: Any, loaders: Loaders, run_dir: P
     def train() -> Tokenizer:
         with tempfile.TemporaryDirectory() as tmp:
             corpus = Path(tmp, "corpus.txt")
-            corpus.write_text("\n".join(get_task(recipe.task.name).training_texts(train_ds)), encoding="utf-8")
+            corpus.write_text("\n".join((spec or get_task(recipe.task.name)).training_texts(train_ds)), encoding="utf-8")
             try:
                 return train_hybrid_tokenizer(corpus, t.vocab_size, word_fraction=t.word_fraction,
                                               min_frequency=t.min_frequency,
@@ -267,12 +272,12 @@ def _process_state(recipe: Recipe) -> Any:
 
 
 def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | None,
-                loaders: Loaders, train: Any = None) -> PreTrainedEncoder:
+                loaders: Loaders, train: Any = None, *, spec: TaskSpec | None = None) -> PreTrainedEncoder:
     """The task head model: pretrained weights (`model.name`) or random ones (`model.init`).
     `train` (the training split) lets the task set what the data decides (problem_type)."""
-    spec = get_task(recipe.task.name)
+    spec = spec or get_task(recipe.task.name)
     m = recipe.model
-    overrides = {**spec.head_config(label_names, train), **m.config}
+    overrides = {**spec.head_config(label_names, train, recipe.task), **m.config}
     try:
         if m.init == "pretrained":
             model = loaders.model(spec.head, m.name, overrides)  # type: ignore[arg-type]
@@ -322,12 +327,8 @@ class _SaveRunFiles:
         if self.done or not self.is_main:
             return
         self.done = True
-        with atomic_write(self.run_dir / "recipe.yaml", "w", encoding="utf-8") as f:
-            yaml.safe_dump(recipe_to_dict(self.recipe), f, allow_unicode=True, sort_keys=False)
-        tmp = self.run_dir / ".tmp-tokenizer"
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.tokenizer.save_pretrained(tmp)
-        os.replace(tmp, self.run_dir / "tokenizer")
+        text = yaml.safe_dump(recipe_to_dict(self.recipe), allow_unicode=True, sort_keys=False)
+        write_run_files(self.run_dir, {"recipe.yaml": text, "tokenizer": self.tokenizer})
 
 
 def _check_run_dir(recipe: Recipe, run_dir: Path) -> None:
@@ -363,7 +364,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     spec, settings = get_task(recipe.task.name), recipe.train
     run_dir = Path(settings.output_dir)
     _check_run_dir(recipe, run_dir)
-    data = load_task_data(recipe, loaders.fetch)  # bad files / labels fail here, before any model is built
+    data = load_task_data(recipe, loaders.fetch, spec=spec)  # bad files / labels fail here, before any model is built
     for role in ("dev", "test"):
         if role in data.splits and not spec.has_labels(data.splits[role]):
             logger.warning("the %s split has no labels; it is not scored", role)
@@ -374,14 +375,14 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     if "dev" not in data.splits and settings.eval.metric != "loss":
         raise ConfigError(f"train.eval.metric={settings.eval.metric!r} needs a labelled dev split; "
                           "set data.dev_split or train.eval.metric: loss")
-    tokenizer = _build_tokenizer(recipe, data.splits["train"], loaders, run_dir)
+    tokenizer = _build_tokenizer(recipe, data.splits["train"], loaders, run_dir, spec=spec)
     # The new head's weights (or the whole model's, model.init=random) come from the seed, so
     # the same recipe gives the same run; a resumed run loads its weights from the checkpoint.
     set_seed(settings.seed)
-    model = build_model(recipe, tokenizer, data.label_names, loaders, data.splits["train"])
-    features = {role: featurize(recipe, ds, tokenizer, data.label_names) for role, ds in data.splits.items()}
+    model = build_model(recipe, tokenizer, data.label_names, loaders, data.splits["train"], spec=spec)
+    features = {role: featurize(recipe, ds, tokenizer, data.label_names, spec=spec) for role, ds in data.splits.items()}
     pad = tokenizer.pad_token_id
-    eval_collate = DataCollatorWithPadding(pad_token_id=pad)
+    eval_collate = spec.collator(tokenizer)
     train_collate: Any = eval_collate
     if settings.data.batching == "packed":
         train_collate = PackingCollator(max_length=settings.data.pack_max_length, pad_token_id=pad)
@@ -393,7 +394,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         model, settings, train_dataset=features["train"], collate_fn=train_collate,
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
-        lengths=[len(f["input_ids"]) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
+        lengths=[spec.feature_length(f) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
         loss_units=spec.loss_units(model),
         callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process),
                    final, *callbacks],

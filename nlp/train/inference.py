@@ -4,7 +4,8 @@ A run directory's model is RUN/model (model + tokenizer + id2label); its recipe.
 the max_length the model was trained with. The task comes from config.json's `architectures`.
 An export directory (`nlp export`) is scored and run through a backend the caller hands in
 (nlp.deploy.OnnxBackend, built by the CLI: the trainer never imports nlp.deploy); its own
-recipe.yaml, copied from the run, supplies the same settings.
+recipe.yaml, copied from the run, supplies the same settings. Which model, task and recipe a
+directory holds is `nlp.tasks.model_dirs.locate_model`'s answer, as for export and serve.
 """
 
 from __future__ import annotations
@@ -12,26 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nlp._common import ConfigError
 from nlp.tasks.backend import Backend, BackendModule
+from nlp.tasks.model_dirs import locate_model
 from nlp.tasks.predict_file import predict_rows, read_inputs
-from nlp.tasks.registry import get_task
-from nlp.tokenizer import DataCollatorWithPadding, load_tokenizer
-from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, find_model_dir, load_task_data, task_of_model
-from nlp.train.recipe import DataSection, Recipe, TaskSection, check_recipe
+from nlp.tasks.spec import TaskSettings, TaskSpec
+from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, load_task_data
+from nlp.train.recipe import DataSection, Recipe, build_task_settings, check_recipe, migrate_recipe
+from nlp.train.schema import format_problems
 
 __all__ = ["evaluate_dir", "predict_file"]
-
-
-def _run_recipe(model_dir: Path) -> dict[str, Any]:
-    """The recipe of the run a model came from: RUN/recipe.yaml beside RUN/model, or the copy
-    inside an export directory."""
-    for path in (model_dir / "recipe.yaml", model_dir.parent / "recipe.yaml"):
-        if path.is_file():
-            return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {}
 
 
 _SPLIT_NAMES = ("train", "dev", "validation", "test")
@@ -52,27 +43,47 @@ def _run_data(data: str, split: str, trained: dict[str, Any], model_dir: Path) -
                       f"{where} no dataset or {data} file; give --data DATASET --split {data} or --data FILE")
 
 
+def _task_settings(spec: TaskSpec, run_recipe: dict[str, Any], overrides: dict[str, Any]) -> TaskSettings:
+    """The run's task settings (its recipe's task section; older runs' data.doc_stride & co.
+    moved there), with the command line's `overrides` (None values left out) applied."""
+    errors: list[str] = []
+    migrated = migrate_recipe({"task": run_recipe.get("task") or {}, "data": run_recipe.get("data") or {}}, errors)
+    section = {**(migrated.get("task") or {}), "name": spec.name}
+    fields = set(spec.settings.__dataclass_fields__)
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key not in fields:
+            raise ConfigError(f"--{key.replace('_', '-')}: {spec.name} has no {key} setting "
+                              f"(its task settings: {', '.join(sorted(fields - {'name'})) or 'none'})")
+        section[key] = value
+    settings = build_task_settings(section, errors)
+    if errors:
+        raise ConfigError(format_problems(errors, "the task settings"))
+    return settings
+
+
 def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
                  max_length: int | None = None, doc_stride: int | None = None,
                  max_answer_length: int | None = None, batch_size: int | None = None,
-                 max_samples: int | None = None, backend: Backend | None = None) -> dict[str, Any]:
+                 max_samples: int | None = None, backend: Backend | None = None,
+                 task_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Metrics of a run's (or model directory's) model on a named dataset split or a file; `data`
     may also be a split name ("test", "dev"), meaning that split of the run's own data.
     With `backend` (an export directory's onnxruntime backend), `model` is that directory and
     the backend computes the outputs; there is no loss then (the metrics only).
 
-    Settings left out (`max_length`, `doc_stride`, `max_answer_length`, `batch_size`) default to
-    the run's own (so that a run's dev/test scores come out exactly as in its results.json), else
-    to the library defaults."""
-    model_dir = find_model_dir(model)
-    spec = get_task(task or getattr(backend, "task", None) or task_of_model(model_dir))
-    run_recipe = _run_recipe(model_dir)
+    Settings left out (`max_length`, `batch_size`, the task settings: `doc_stride`,
+    `max_answer_length`, or any in `task_settings`) default to the run's own (so that a run's
+    dev/test scores come out exactly as in its results.json), else to the library defaults."""
+    where = locate_model(model, task or getattr(backend, "task", None))
+    model_dir, spec, run_recipe = where.model_dir, where.spec, where.recipe
     trained = run_recipe.get("data", {})
     train_data = (run_recipe.get("train") or {}).get("data") or {}
     batch_size = batch_size or train_data.get("eval_batch_size") or 2 * (train_data.get("batch_size") or 32)
     max_length = max_length or trained.get("max_length") or spec.default_max_length
-    doc_stride = doc_stride or trained.get("doc_stride") or 128
-    max_answer_length = max_answer_length or trained.get("max_answer_length") or DataSection.max_answer_length
+    settings = _task_settings(spec, run_recipe, {"doc_stride": doc_stride, "max_answer_length": max_answer_length,
+                                                 **(task_settings or {})})
     net = spec.head.from_pretrained(model_dir).eval() if backend is None else BackendModule(backend)
     cfg = net.config
     labels = ([cfg.id2label[i] for i in sorted(cfg.id2label)]
@@ -81,21 +92,20 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
     is_file = Path(data).expanduser().is_file()
     section = DataSection(dataset=None if is_file else data, files={split: data} if is_file else {},
                           label_names=labels, train_split=split, dev_split=None, test_split=None,
-                          max_length=max_length, doc_stride=min(doc_stride, max_length - 1),
-                          max_answer_length=max_answer_length,
-                          long_sentences=trained.get("long_sentences") or DataSection.long_sentences,
-                          max_train_samples=max_samples, reader=dict(trained.get("reader") or {}))
-    recipe = Recipe(task=TaskSection(spec.name), data=section)
+                          max_length=max_length, max_train_samples=max_samples,
+                          reader=dict(trained.get("reader") or {}))
+    recipe = Recipe(task=settings, data=section)
     errors = [e for e in check_recipe(recipe) if not e.startswith(("model", "tokenizer"))]
     if errors:
         raise ConfigError("--data: " + "; ".join(errors))
-    task_data = load_task_data(recipe)
+    task_data = load_task_data(recipe, spec=spec)
     ds = task_data.splits["train"]
+    from nlp.tokenizer import load_tokenizer
+
     tok = load_tokenizer(model_dir)
-    feats = featurize(recipe, ds, tok, labels)
+    feats = featurize(recipe, ds, tok, labels, spec=spec)
     metrics = TaskMetrics(spec, labels, net, recipe).use(ds, feats)
-    scores = evaluate_model(net, metrics, feats, DataCollatorWithPadding(pad_token_id=tok.pad_token_id),
-                            batch_size=batch_size)
+    scores = evaluate_model(net, metrics, feats, spec.collator(tok), batch_size=batch_size)
     return {"model": str(model_dir), "data": data, "split": split, "examples": len(ds), **scores}
 
 
@@ -105,10 +115,10 @@ def predict_file(model: str | Path, input_path: str | Path, *, task: str | None 
     """One result per input line (blank lines included) through the task's pipeline: the
     PyTorch model of a run or model directory, or `backend` (an export directory's) with the
     tokenizer of `model`. See nlp/tasks/predict_file.py for the file formats."""
-    model_dir = find_model_dir(model)
-    spec = get_task(task or getattr(backend, "task", None) or task_of_model(model_dir))
+    where = locate_model(model, task or getattr(backend, "task", None))
+    model_dir, spec = where.model_dir, where.spec
     rows = read_inputs(input_path, spec, encoding=encoding)
-    max_length = _run_recipe(model_dir).get("data", {}).get("max_length")
+    max_length = where.recipe.get("data", {}).get("max_length")
     if backend is None:
         pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length)
     else:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import yaml
 
-from nlp._common import ConfigError, atomic_write, did_you_mean
+from nlp._common import ConfigError, did_you_mean
 from nlp.models import ErnieConfig, ErnieForMaskedLM, preset_config
 from nlp.models.release import file_digests, write_release_copy
 from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer, train_wordpiece_tokenizer
@@ -48,6 +48,7 @@ from nlp.tokenizer.samplers import DistributedBatchSampler
 from nlp.train.corpus import CORPUS_SOURCES, build_corpus, write_lines
 from nlp.train.evaluation import EvalPrediction
 from nlp.train.recipe import ModelSection, TokenizerTraining, check_model_section
+from nlp.train.run_dir import write_run_files
 from nlp.train.schema import Problem, Settings, build, format_problems, read_yaml, to_dict
 from nlp.train.settings import TrainSettings
 from nlp.train.trainer import Trainer, TrainResult
@@ -235,15 +236,8 @@ class _WriteRunFiles:
         self.files = files
 
     def on_train_start(self, trainer: Trainer, state: Any) -> None:
-        if not trainer.accelerator.is_main_process:
-            return
-        for name, value in self.files.items():
-            path = trainer.output_dir / name
-            if isinstance(value, str):
-                with atomic_write(path, "w", encoding="utf-8") as f:
-                    f.write(value)
-            elif not (path / "tokenizer_config.json").is_file():
-                value.save_pretrained(path)
+        if trainer.accelerator.is_main_process:
+            write_run_files(trainer.output_dir, self.files)  # atomic, as fine-tuning's
 
 
 class _Subset:

@@ -1,8 +1,10 @@
 """The recipe schema: what `nlp finetune RECIPE.yaml` reads, checked before any work starts.
 
-A recipe is YAML with five sections::
+A recipe is YAML with five sections; its first line is a comment with the command that runs it
+(`# nlp finetune recipes/NAME.yaml`, checked by the tests)::
 
-    task:      {name: text-classification}            # or token-classification, question-answering
+    task:      {name: text-classification}            # or token-classification, question-answering,
+               # with the task's own knobs: {name: qa, doc_stride: 128, max_answer_length: 30}
     model:     {preset: ernie-3.0-tiny-pico-v2-zh, init: random, config: {num_hidden_layers: 2}}
                # or {name: ernie-3.0-mini-zh}: a hub name or a local model directory
     tokenizer: {train: {vocab_size: 12000}}           # or {name: DIR_OR_HUB_NAME}; default: the model's
@@ -17,15 +19,25 @@ that cannot be built, and an unknown model name when a `check_model` callable is
 CLI passes one that asks the hub's registry, which `nlp.train` may not import). Problems that
 need the data itself (a label set that does not match it) are found by `nlp.train.finetune`
 while reading the data, still before the model is built or a step is taken.
+
+The task section is built as its task's own settings class (`TaskSpec.settings`, a
+`TaskSettings` subclass: QA's `doc_stride` and `max_answer_length`, NER's `label_all_tokens`,
+`long_sentences` and `use_crf`), so an unknown key gets the task's valid keys and a did-you-mean.
+Those knobs used to sit in the data section: `data.doc_stride` & co. still work, moved to
+`task.` with a deprecation warning (`migrate_recipe`); in a task without that knob they are
+refused, naming the new key.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 from nlp._common import ConfigError, NlpError, did_you_mean
+from nlp.tasks.spec import DEFAULT_TASK, TaskSettings, TaskSpec
 from nlp.train.schema import Problem, Settings, build, format_problems, read_yaml, to_dict
 from nlp.train.settings import TrainSettings
 
@@ -41,13 +53,19 @@ __all__ = [
     "recipe_to_dict",
     "check_recipe",
     "check_model_section",
+    "migrate_recipe",
+    "build_task_settings",
+    "MOVED_TO_TASK",
 ]
 
-@dataclass
-class TaskSection(Settings):
-    # text-classification (single texts and pairs), token-classification (NER),
-    # question-answering (extractive, SQuAD/CMRC2018 format); aliases: ner, qa, classification
-    name: str = "text-classification"
+logger = logging.getLogger(__name__)
+
+# The recipe's task section: the task's own settings class (TaskSpec.settings), built by
+# `build_task_settings`; TaskSettings holds only `name`.
+TaskSection = TaskSettings
+
+# data-section keys that became task settings (old recipes and run directories keep working)
+MOVED_TO_TASK = ("doc_stride", "max_answer_length", "label_all_tokens", "long_sentences")
 
 
 @dataclass
@@ -99,17 +117,13 @@ class DataSection(Settings):
     dev_split: str | None = "dev"
     test_split: str | None = "test"  # null: no test evaluation (e.g. CLUE's unlabelled test)
     max_length: int = 128  # tokens per example (QA: per window); longer inputs are truncated
-    doc_stride: int = 128  # QA: overlap between consecutive windows of a long context
-    max_answer_length: int = 30  # QA: longest answer span, in tokens
     max_train_samples: int | None = None  # use the first N training examples (quick runs)
     max_eval_samples: int | None = None  # the first N of dev and test
-    label_all_tokens: bool = False  # NER: label every sub-token, not only the first
-    # NER: a sentence over max_length tokens is split into pieces (every word kept and scored)
-    # or truncated (its tail neither trained on nor scored)
-    long_sentences: Literal["split", "truncate"] = "split"
+    # (the task's own knobs, formerly here: doc_stride, max_answer_length, label_all_tokens,
+    # long_sentences, are in the task section now: task.doc_stride, ...)
 
     def problems(self) -> Iterator[Problem]:
-        for name in ("max_length", "doc_stride", "max_answer_length", "max_train_samples", "max_eval_samples"):
+        for name in ("max_length", "max_train_samples", "max_eval_samples"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 yield Problem(name, f"{name} must be >= 1, got {value}")
@@ -117,7 +131,7 @@ class DataSection(Settings):
 
 @dataclass
 class Recipe(Settings):
-    task: TaskSection = field(default_factory=TaskSection)
+    task: TaskSettings = field(default_factory=TaskSettings)
     model: ModelSection = field(default_factory=ModelSection)
     tokenizer: TokenizerSection = field(default_factory=TokenizerSection)
     data: DataSection = field(default_factory=DataSection)
@@ -131,6 +145,9 @@ def recipe_from_dict(data: Mapping[str, Any] | None, *, source: str | None = Non
                      base_dir: str | Path | None = None) -> Recipe:
     """Build and check a Recipe; one ConfigError lists every problem (see `check_recipe`)."""
     errors: list[str] = []
+    data = migrate_recipe(data, errors, source=source)
+    if isinstance(data, dict) and (isinstance(data.get("task"), Mapping) or data.get("task") is None):
+        data["task"] = build_task_settings(data.get("task"), errors)
     recipe = build(Recipe, data, errors, source=source)
     recipe.source = source
     errors += check_recipe(recipe, check_model=check_model, base_dir=base_dir)
@@ -151,6 +168,60 @@ def load_recipe(path: str | Path, overrides: Sequence[str] = (), *,
     return recipe_from_dict(data, source=str(path), check_model=check_model)
 
 
+def _task_spec(name: Any) -> TaskSpec | None:
+    from nlp.tasks.registry import get_task
+
+    try:
+        return get_task(str(name))
+    except NlpError:
+        return None  # check_recipe reports the unknown name
+
+
+def migrate_recipe(data: Mapping[str, Any] | None, errors: list[str] | None = None, *,
+                   source: str | None = None) -> dict[str, Any]:
+    """A copy of a recipe mapping with the task knobs of its data section (`MOVED_TO_TASK`)
+    moved into its task section, each with a deprecation warning; a knob the task does not have
+    (or one given in both places) is appended to `errors` naming the new key."""
+    out = {k: v for k, v in (data or {}).items()} if isinstance(data, Mapping) else data
+    if not isinstance(out, dict) or not isinstance(out.get("data"), Mapping):
+        return out
+    moved = [k for k in MOVED_TO_TASK if k in out["data"]]
+    if not moved:
+        return out
+    task = out.get("task") if isinstance(out.get("task"), Mapping) else {}
+    task = dict(task or {})
+    spec = _task_spec(task.get("name", DEFAULT_TASK))
+    fields = {f.name for f in dataclasses.fields(spec.settings)} if spec is not None else set(MOVED_TO_TASK)
+    out["data"] = {k: v for k, v in out["data"].items() if k not in moved}
+    for key in moved:
+        value = data["data"][key]  # type: ignore[index]
+        if key in task:
+            msg = f"data.{key}: moved to task.{key}, which this recipe also sets; remove data.{key}"
+        elif key not in fields:
+            msg = (f"data.{key}: moved to task.{key}, which {spec.name if spec else 'this task'} does not have "
+                   f"(its task settings: {', '.join(sorted(fields - {'name'})) or 'none'}); remove data.{key}")
+        else:
+            task[key] = value
+            logger.warning("%sdata.%s is deprecated: it is a task setting now; write task.%s: %r",
+                           f"{source}: " if source else "", key, key, value)
+            continue
+        if errors is None:
+            raise ConfigError(msg)
+        errors.append(msg)
+    out["task"] = task
+    return out
+
+
+def build_task_settings(section: Mapping[str, Any] | None, errors: list[str]) -> TaskSettings:
+    """The recipe's task section as its task's own settings class (unknown keys get the task's
+    valid keys and a did-you-mean in `errors`); the base TaskSettings when the name is unknown."""
+    section = dict(section or {})
+    spec = _task_spec(section.get("name", DEFAULT_TASK))
+    if spec is None:  # check_recipe reports the name; the other keys cannot be checked without it
+        return TaskSettings(name=str(section.get("name")))
+    return build(spec.settings, section, errors, prefix="task.")
+
+
 def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
     """Plain data (what `recipe.yaml` in the run directory holds)."""
     return to_dict(recipe)
@@ -168,6 +239,8 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
     spec = None
     try:
         spec = get_task(recipe.task.name)
+        if not isinstance(recipe.task, spec.settings):  # a Recipe built in code with TaskSettings(name)
+            recipe.task = spec.settings(name=spec.name)
         recipe.task.name = spec.name
     except NlpError as err:
         errors.append(f"task.name: {err}")
@@ -185,9 +258,12 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
             check_model(tok.name)
         except NlpError as err:
             errors.append(f"tokenizer.name: {err}")
+    if spec is not None and not spec.needs_model:
+        errors.append(f"task.name: {spec.name} needs no model and is not fine-tuned; "
+                      f"use nlp.pipeline({spec.name!r})")
     errors += _check_data(recipe.data, base_dir)
     if spec is not None:
-        errors += spec.check_data(recipe.data)  # what only this task needs (QA: doc_stride < max_length)
+        errors += spec.check_data(recipe.data, recipe.task)  # what only this task needs (QA: doc_stride < max_length)
     return errors
 
 

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from nlp._common import ConfigError, atomic_write
 
 __all__ = ["ENGINE_FILES", "SETTINGS_FILE", "check_output_dir", "claim_output_dir", "describe_os_error",
-           "leftovers_of_a_dead_run"]
+           "leftovers_of_a_dead_run", "write_run_files"]
 
 SETTINGS_FILE = "settings.json"
 # What the engine itself writes into OUTPUT_DIR (docs/training.md, "The run directory").
@@ -84,3 +84,25 @@ def leftovers_of_a_dead_run(out: Path, run_files: Sequence[str] = ()) -> tuple[l
             foreign += [f"{name}/{p.name}" for p in sorted((out / name).iterdir())
                         if not _CHECKPOINT_NAME.match(p.name)]
     return [n for n in names if n not in foreign and not any(f.startswith(n + "/") for f in foreign)], foreign
+
+
+def write_run_files(out: Path, files: Mapping[str, Any]) -> None:
+    """Write the caller's own files into a run directory (fine-tuning's and pretraining's
+    recipe.yaml and tokenizer/), each atomically: a str is a text file (atomic_write), anything
+    else is saved with its `save_pretrained(dir)` into `.tmp-NAME` and renamed into place. A
+    directory already there is kept (a resumed run keeps its tokenizer, so its token ids)."""
+    import shutil
+
+    out = Path(out)
+    for name, value in files.items():
+        path = out / name
+        if isinstance(value, str):
+            with atomic_write(path, "w", encoding="utf-8") as f:
+                f.write(value)
+            continue
+        if path.is_dir():
+            continue
+        tmp = out / f".tmp-{name}"  # what leftovers_of_a_dead_run recognises as a temporary
+        shutil.rmtree(tmp, ignore_errors=True)
+        value.save_pretrained(tmp)
+        os.replace(tmp, path)
