@@ -256,22 +256,18 @@ def build_corpus(
 
 def held_out_texts(cache_dir: str | os.PathLike | None = None) -> dict[str, list[str]]:
     """The dev and test texts pretraining must never see, per built-in dataset (all of them:
-    a dataset added to the built-ins is held out without a change here). A text is a row's
-    ``text`` (and ``text_pair``) or its joined ``tokens``."""
+    a dataset added to the built-ins, by a task package's `register_dataset` included, is held
+    out without a change here). A split's texts are what its task's spec says they are
+    (`TaskSpec.training_texts`: a row's ``text`` and ``text_pair``, its joined ``tokens``, ...)."""
     from nlp.tasks import datasets as nds
+    from nlp.tasks.registry import get_task, list_tasks
 
+    list_tasks()  # task plugins register their datasets when imported
     out: dict[str, list[str]] = {}
-    for name in nds.BUILTIN:
+    for name, entry in list(nds.BUILTIN.items()):
+        spec = get_task(entry.task)
         dsd = nds.load(name, cache_dir=cache_dir)
-        texts: list[str] = []
-        for split in (s for s in dsd if s != "train"):
-            ds = dsd[split]
-            for column in ("text", "text_pair"):
-                if column in ds.column_names:
-                    texts.extend(ds[column])
-            if "tokens" in ds.column_names:
-                texts.extend("".join(t) for t in ds["tokens"])
-        out[name] = texts
+        out[name] = [t for split in dsd if split != "train" for t in spec.training_texts(dsd[split])]
     return out
 
 

@@ -172,7 +172,7 @@ def featurize(recipe: Recipe, ds: Any, tokenizer: Tokenizer, label_names: list[s
         columns = spec.featurize(ds[:], tokenizer, recipe.data, label_names, settings=recipe.task)
     except DataError as err:
         raise ConfigError(f"data: {err}") from None
-    n = len(columns["input_ids"])
+    n = len(next(iter(columns.values()), []))  # features per column, whatever the task names them
     return [{k: v[i] for k, v in columns.items()} for i in range(n)]
 
 

@@ -194,6 +194,16 @@ def test_it_serves_through_the_cli(run):
         assert "choices" in schema and doc["info"]["title"] == "nlp serve: multiple-choice"
         info = httpx.get(url + "/info", timeout=30).json()
         assert info["task"] == "multiple-choice" and info["labels"] is None
+        # the task's own route, with its own body and error shapes, batched and counted like /predict
+        scores = httpx.post(url + "/scores", json=one, timeout=60)
+        assert scores.status_code == 200 and len(scores.json()) == 3
+        assert sum(scores.json()) == pytest.approx(1.0, abs=1e-4)
+        bad = httpx.post(url + "/scores", json={"question": "哪一个？", "choices": ["苹果"]}, timeout=60)
+        assert bad.status_code == 422 and bad.json()["error_type"] == "Validation"
+        assert "/scores" in doc["paths"] and httpx.get(url + "/scores", timeout=30).status_code == 405
+        metrics = httpx.get(url + "/metrics", timeout=30).text
+        assert 'nlp_serve_requests_total{endpoint="/scores",status="200"} 1' in metrics
+        assert httpx.get(url + "/nope", timeout=30).status_code == 404
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

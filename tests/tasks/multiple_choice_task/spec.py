@@ -15,7 +15,7 @@ from .collate import MultipleChoiceCollator
 from .data import read_multiple_choice
 from .heads import ErnieForMultipleChoice
 from .pipeline import MultipleChoicePipeline
-from .serving import MultipleChoiceAdapter
+from .serving import MultipleChoiceAdapter, ScoresAdapter
 
 __all__ = ["MultipleChoiceSpec", "MultipleChoiceSettings", "MULTIPLE_CHOICE"]
 
@@ -92,6 +92,9 @@ class MultipleChoiceSpec(TaskSpec):
         if not ok:
             raise DataError(f"{where}: expected an object {{\"question\": str, \"choices\": [str, str, ...]}}")
         return record
+
+    def serving_routes(self) -> dict[str, Any]:
+        return {"/predict": self.serving, "/scores": ScoresAdapter()}
 
     def check_batch(self, tokenizer: Any, max_length: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
         feats = [tokenizer([t] * len(_CHECK_CHOICES), list(_CHECK_CHOICES), truncation=True, max_length=max_length)
