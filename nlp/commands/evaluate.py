@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="test", help="split of a named dataset (default: test)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--max-length", type=int, default=None, help="default: the run's data.max_length, else 128 (QA 384)")
-    p.add_argument("--doc-stride", type=int, default=None, help="QA window overlap (default: the run's data.doc_stride, else 128)")
+    p.add_argument("--doc-stride", type=int, default=None, help="QA window overlap (default: the run's task.doc_stride, else 128)")
     p.add_argument("--max-answer-length", type=int, default=None,
-                   help="QA: longest answer span in tokens (default: the run's data.max_answer_length, else 30)")
+                   help="QA: longest answer span in tokens (default: the run's task.max_answer_length, else 30)")
     p.add_argument("--batch-size", type=int, default=None,
                    help="default: the run's evaluation batch size, else 64")
     p.add_argument("--max-samples", type=int, default=None, help="score only the first N examples")

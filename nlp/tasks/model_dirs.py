@@ -93,8 +93,8 @@ def task_of_model(model_dir: Path, task: str | None = None) -> str:
     recipe = run_recipe(model_dir)
     if (recipe.get("task") or {}).get("name"):
         return get_task(recipe["task"]["name"]).name
-    raise ConfigError(f"cannot tell the task of {model_dir}: config.json names no task head "
-                      f"(architectures: {cfg.get('architectures')}) and no run recipe names one; pass --task")
+    raise ConfigError(f"cannot tell the task of {model_dir}: config.json's architectures {cfg.get('architectures')} "
+                      "name no task head and no run recipe names the task; pass --task")
 
 
 def locate_model(path: str | Path, task: str | None = None) -> ModelLocation:

@@ -10,7 +10,7 @@ import pytest
 from nlp._common import ConfigError, UnknownNameError
 from nlp.commands.finetune import check_model_name
 from nlp.recipes import list_recipes, recipe_path
-from nlp.train.recipe import load_recipe, recipe_from_dict
+from nlp.train.recipe import load_recipe, recipe_from_dict, recipe_to_dict
 
 from train._recipe_fixtures import RECIPES_DIR, data_overrides
 
@@ -203,3 +203,35 @@ def test_one_yaml_loader_for_fine_tuning_and_pretraining(tmp_path):
         good.write_text("train: {output_dir: out}\n", encoding="utf-8")
         with pytest.raises(ConfigError, match=r"train.optim.lr: expected a finite number, got 'inf'"):
             load(good, ["train.optim.lr=inf"])
+
+
+def test_task_knobs_live_in_the_task_section_and_old_data_keys_move_there(caplog):
+    """The task's own settings class types the task section; old recipes' data.doc_stride & co.
+    still work (moved, with a deprecation warning) or are refused naming the new key."""
+    qa = _base(task={"name": "qa", "doc_stride": 64, "max_answer_length": 20})
+    recipe = recipe_from_dict(qa)
+    assert (recipe.task.name, recipe.task.doc_stride, recipe.task.max_answer_length) == ("question-answering", 64, 20)
+    with caplog.at_level("WARNING"):
+        old = recipe_from_dict(_base(task={"name": "qa"}, data={"doc_stride": 32, "max_length": 128}))
+    assert old.task.doc_stride == 32 and "data.doc_stride is deprecated" in caplog.text and "task.doc_stride" in caplog.text
+    ner = recipe_from_dict(_base(task={"name": "ner"}, data={"long_sentences": "truncate"}))
+    assert ner.task.long_sentences == "truncate" and ner.task.label_all_tokens is False
+    with pytest.raises(ConfigError) as err:
+        recipe_from_dict(_base(data={"doc_stride": 32}, task={"doc_strid": 3}))
+    msg = str(err.value)
+    assert "data.doc_stride: moved to task.doc_stride, which text-classification does not have" in msg
+    assert "task.doc_strid: unknown key. Valid keys here: name." in msg
+    with pytest.raises(ConfigError, match=r"task.doc_strid: unknown key\. Did you mean 'doc_stride'\?"):
+        recipe_from_dict(_base(task={"name": "qa", "doc_strid": 3}))
+    with pytest.raises(ConfigError, match=r"task.doc_stride \(128\) must be smaller than data.max_length \(64\)"):
+        recipe_from_dict(_base(task={"name": "qa"}, data={"max_length": 64}))
+    with pytest.raises(ConfigError, match="data.doc_stride: moved to task.doc_stride, which this recipe also sets"):
+        recipe_from_dict(_base(task={"name": "qa", "doc_stride": 16}, data={"doc_stride": 32}))
+    with pytest.raises(ConfigError, match="long_sentences: 'cut' is not one of"):
+        recipe_from_dict(_base(task={"name": "ner", "long_sentences": "cut"}))
+    assert recipe_to_dict(recipe)["task"] == {"name": "question-answering", "doc_stride": 64, "max_answer_length": 20}
+
+
+def test_a_model_free_task_is_not_fine_tuned():
+    with pytest.raises(ConfigError, match="word-segmentation needs no model and is not fine-tuned"):
+        recipe_from_dict(_base(task={"name": "cws"}))
