@@ -23,8 +23,6 @@ def routes_for(task: str) -> dict[str, ServingAdapter]:
     routes = dict(spec.serving_routes())
     if "/predict" not in routes:
         routes = {"/predict": spec.serving, **routes}
-    for adapter in routes.values():
-        adapter.task = adapter.task or spec.name
     return routes
 
 

@@ -1,8 +1,10 @@
-"""nlp.tasks: classification, NER and extractive QA — data readers, metrics, named datasets.
+"""nlp.tasks: classification, NER, extractive QA, word segmentation — data readers, metrics,
+pipelines, named datasets.
 
 Subpackages: `nlp.tasks.classification`, `nlp.tasks.ner`, `nlp.tasks.qa` (each: data.py,
-metrics.py, heads, preprocessing, post-processing, and spec.py: what the engine, the CLI and
-export need to know, registered in `nlp.tasks.registry`; docs/tasks.md), `nlp.tasks.datasets`.
+metrics.py, heads, preprocessing, post-processing, pipeline.py, serving.py, and spec.py: what
+the engine, the CLI, export and the server need to know, registered in `nlp.tasks.registry`;
+docs/tasks.md), `nlp.tasks.segmentation`, `nlp.tasks.datasets`.
 """
 
 from nlp.tasks.classification import classification_metrics, read_classification
@@ -46,7 +48,7 @@ from nlp.tasks.pipelines import (  # noqa: E402
 )
 from nlp.tasks.qa import ErnieForQuestionAnswering, QuestionAnsweringOutput, postprocess_qa, preprocess_qa  # noqa: E402
 from nlp.tasks.registry import TASKS, get_task, list_tasks, pipeline, register_task  # noqa: E402
-from nlp.tasks.spec import TaskSpec  # noqa: E402
+from nlp.tasks.spec import TaskSettings, TaskSpec  # noqa: E402
 
 __all__ += [
     "ErnieForSequenceClassification",
@@ -68,6 +70,7 @@ __all__ += [
     "QuestionAnsweringPipeline",
     "TASKS",
     "TaskSpec",
+    "TaskSettings",
     "get_task",
     "list_tasks",
     "register_task",

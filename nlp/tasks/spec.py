@@ -91,6 +91,12 @@ class TaskSpec:
     metric: ClassVar[Callable]
     postprocess: ClassVar[Callable | None] = None
 
+    def __init__(self) -> None:
+        if type(self).serving is TaskSpec.serving:
+            self.serving = ServingAdapter()  # the base default: one per task, not shared
+        if not self.serving.task:
+            self.serving.task = self.name  # named in its error messages
+
     # ------------------------------------------------------------------ data
 
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> Any:
