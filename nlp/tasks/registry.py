@@ -68,6 +68,7 @@ for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING, WORD_SEG
     register_task(_spec)
 
 _plugins_loaded: set[str] = set()  # plugin modules / entry points imported so far
+_entry_points: list[Any] | None = None  # the nlp.tasks entry points of the installed distributions
 
 
 def load_plugins() -> None:
@@ -76,8 +77,11 @@ def load_plugins() -> None:
     naming it and where it was named."""
     import importlib.metadata as md
 
+    global _entry_points
+    if _entry_points is None:  # installed distributions are read once per process
+        _entry_points = list(md.entry_points(group=PLUGIN_GROUP))
     wanted: list[tuple[str, str, Any]] = []
-    for ep in md.entry_points(group=PLUGIN_GROUP):
+    for ep in _entry_points:
         wanted.append((f"entry point {ep.name} = {ep.value}", ep.value, ep))
     for module in (m.strip() for m in os.environ.get(PLUGIN_ENV, "").split(",")):
         if module:

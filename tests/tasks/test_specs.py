@@ -174,3 +174,42 @@ def test_a_task_package_registers_its_own_datasets_and_they_are_held_out(tmp_pat
     assert "mc-probe" in nds.list_datasets()
     held = held_out_texts(tmp_path)
     assert held == {"mc-probe": ["哪一个是水果？", "苹果", "北京"] * 2}  # dev and test, as the spec reads them
+
+
+def test_installed_plugins_register_through_the_nlp_tasks_entry_point_group(tmp_path, monkeypatch):
+    """What a pip-installed plugin declares: `[project.entry-points."nlp.tasks"]`; the registry
+    imports it on its first lookup (here a distribution's metadata written by hand)."""
+    import sys
+
+    from nlp.tasks import registry
+
+    (tmp_path / "echo_plugin.py").write_text(
+        "from nlp.tasks.classification import ErnieForSequenceClassification\n"
+        "from nlp.tasks.spec import TaskSpec\n"
+        "class EchoSpec(TaskSpec):\n"
+        "    name = 'echo-entry-point'\n"
+        "    head = ErnieForSequenceClassification\n"
+        "    architecture_suffix = 'ForEchoEntryPoint'\n"
+        "    export_outputs = {'logits': ('batch', 'num_labels')}\n", encoding="utf-8")
+    info = tmp_path / "echo_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-plugin\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[nlp.tasks]\necho = echo_plugin:EchoSpec\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_entry_points", None)  # as in a process started after the install
+    try:
+        spec = get_task("echo-entry-point")
+        assert type(spec).__name__ == "EchoSpec" and "echo-entry-point" in list_tasks()
+        assert task_of_architecture("ErnieForEchoEntryPoint") is spec
+    finally:
+        TASKS.pop("echo-entry-point", None)
+        registry._plugins_loaded.discard("echo_plugin:EchoSpec")
+        sys.modules.pop("echo_plugin", None)
+
+
+def test_task_settings_reach_the_head_config():
+    from nlp.tasks.ner.spec import TokenClassificationSettings
+
+    spec = get_task("ner")
+    assert "use_crf" not in spec.head_config(["O", "B-PER"])
+    assert spec.head_config(["O", "B-PER"], None, TokenClassificationSettings(use_crf=True))["use_crf"] is True
