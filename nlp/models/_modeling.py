@@ -16,7 +16,7 @@ import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import torch
 from torch import nn
@@ -232,8 +232,11 @@ class PreTrainedEncoder(nn.Module):
         return out
 
     # ------------------------------------------------------------------ save
-    def save_pretrained(self, directory: str | os.PathLike) -> Path:
-        """Write config.json + model.safetensors with transformers' names; returns the dir."""
+    def save_pretrained(self, directory: str | os.PathLike,
+                        state_dict: Mapping[str, torch.Tensor] | None = None) -> Path:
+        """Write config.json + model.safetensors with transformers' names; returns the dir.
+        `state_dict` (this model's names, as in transformers): the weights to write instead of
+        the model's own, e.g. gathered from a sharded model's shards."""
         from safetensors.torch import save
 
         directory = Path(directory)
@@ -242,7 +245,7 @@ class PreTrainedEncoder(nn.Module):
         config = self.config.replace()
         config.extra["architectures"] = [arch]
         config.save_pretrained(directory)
-        params = self.state_dict()
+        params = self.state_dict() if state_dict is None else state_dict
         tensors: dict[str, torch.Tensor] = {}
         for ours, theirs in self._hf_key_map().items():
             value = params[ours].detach().cpu()

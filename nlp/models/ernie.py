@@ -155,7 +155,13 @@ class ErnieLayer(nn.Module):
         self.attn_dropout = config.attention_probs_dropout_prob
         self.ops = ops  # the kernels: plain torch or the CPU fast paths (nlp.models.fast_paths)
 
-    def forward(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn: _Attention, rows: Rows | None = None) -> torch.Tensor:
+        """(B, T, H); with `rows`, only the outputs at those positions, (N, H): the pooler's [CLS]
+        tokens, which the fast kernels compute without the other tokens' queries and FFN. Inside
+        the layer's own call either way, so that whatever wraps the layer (a sharding unit that
+        gathers its weights, a hook) sees every use of it."""
+        if rows is not None:
+            return self.ops.layer_at_rows(self, x, attn, rows)
         p = self.hidden_dropout if self.training else 0.0
         x = self.attn_norm(self.ops.residual_linear(self.attend(x, attn), self.attn_out, x, p))  # x + Drop(W_o a)
         h = self.ops.linear_act(x, self.ffn_in, self.act)  # act(W_1 x), (B, T, 4H)
@@ -263,7 +269,7 @@ class ErnieModel(PreTrainedEncoder):
                       position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None) -> torch.Tensor:
         """`forward(...).pooler_output` alone, (B, H) or (S, H) for S packed sequences: what
         sequence classification asks for. The last layer is asked for the [CLS] rows only
-        (`ops.layer_at_rows`), which the fast kernels compute without the other tokens' queries,
+        (`ErnieLayer.forward(..., rows)`, through `ops.layer_at_rows`), which the fast kernels compute without the other tokens' queries,
         attention output and FFN; the result is forward's to float rounding."""
         if self.pooler is None:
             raise ValueError("pooled_output needs the pooler (ErnieModel(config, add_pooling_layer=True))")
@@ -273,7 +279,7 @@ class ErnieModel(PreTrainedEncoder):
             return torch.tanh(self.pooler(x[cls.batch, cls.position]))
         for layer in self.layers[:-1]:
             x = self._run(layer, x, attn)
-        h = self._run(self.ops.layer_at_rows, self.layers[-1], x, attn, cls)  # (B|S, H)
+        h = self._run(self.layers[-1], x, attn, cls)  # (B|S, H): the last layer at the [CLS] rows
         return torch.tanh(self.pooler(h))
 
     def _embed(self, input_ids, attention_mask, token_type_ids, task_type_ids, position_ids,

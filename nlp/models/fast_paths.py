@@ -97,8 +97,10 @@ class TorchOps:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
     def layer_at_rows(self, layer: nn.Module, x: torch.Tensor, attn: Any, rows: Rows) -> torch.Tensor:
-        """`layer(x, attn)[rows.batch, rows.position]`, (N, H)."""
-        return layer(x, attn)[rows.batch, rows.position]
+        """`layer(x, attn)[rows.batch, rows.position]`, (N, H). Called from inside the layer's
+        own call (`ErnieLayer.forward(x, attn, rows)`), so it runs `layer.forward`, not the
+        module again: the layer's hooks (a sharding unit's weight gather) have run once already."""
+        return layer.forward(x, attn)[rows.batch, rows.position]
 
 
 class FastOps(TorchOps):

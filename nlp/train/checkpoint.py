@@ -7,6 +7,8 @@ Layout of one checkpoint, OUTPUT_DIR/checkpoints/step-00000120/:
   rng_state_rank{r}.pt     python / numpy / torch / cuda RNG states of process r
   trainer_state.json       step, epoch, position inside the epoch, best metric, ... (written
                            last: a directory without it is not a checkpoint)
+With `sharded=True` (train.distributed.strategy: fsdp) `sharded/` replaces model.safetensors and
+optimizer.pt: every process writes its own shards of both (nlp.train.dcp_checkpoint).
 
 Why atomic: everything is written into checkpoints/.tmp-step-00000120 and renamed into place
 only when complete, so a crash (or a second Ctrl-C) while saving leaves the previous
@@ -33,6 +35,7 @@ import safetensors.torch
 import torch
 
 from nlp._common import ConfigError, atomic_write
+from nlp.train import dcp_checkpoint
 from nlp.train.errors import CheckpointWriteError
 from nlp.train.run_dir import describe_os_error
 
@@ -112,13 +115,15 @@ class CheckpointManager:
     In data-parallel runs every process calls `save` (each writes its own RNG state); the
     main process writes the rest and renames. `barrier` is the accelerator's wait_for_everyone;
     `agree(flag)` is true on every process when it is true on any (default: one process), so
-    that a failed write stops every process, not only the one that failed.
+    that a failed write stops every process, not only the one that failed. `sharded`: model and
+    optimizer state go through torch.distributed.checkpoint, every process writing its shards.
     """
 
     def __init__(self, root: Path, *, is_main: bool, rank: int, barrier: Callable[[], None],
-                 agree: Callable[[bool], bool] | None = None):
+                 agree: Callable[[bool], bool] | None = None, sharded: bool = False):
         self.root, self.is_main, self.rank, self.barrier = Path(root), is_main, rank, barrier
         self.agree = agree or (lambda flag: flag)
+        self.sharded = sharded
 
     def list(self) -> list[Path]:
         """Complete checkpoints, oldest first."""
@@ -152,6 +157,9 @@ class CheckpointManager:
             failure = self._attempt(self._prepare, tmp) if self.is_main else None
             if not self.agree(failure is not None):
                 failure = self._attempt(torch.save, capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
+            if self.sharded and not self.agree(failure is not None):  # a collective: every process
+                failure = self._attempt(dcp_checkpoint.save_sharded, tmp / dcp_checkpoint.SHARDED_DIR,
+                                        model, optimizer)
             if not self.agree(failure is not None) and self.is_main:
                 failure = self._attempt(self._complete, tmp, final, state, model, optimizer, scheduler, scaler)
             if self.agree(failure is not None):
@@ -168,9 +176,11 @@ class CheckpointManager:
     @staticmethod
     def _attempt(fn: Callable[..., Any], *args: Any) -> BaseException | None:
         """Run a write; return the error of a failed one (disk full, read-only, ...)."""
+        from torch.distributed.checkpoint import CheckpointException  # a BaseException
+
         try:
             fn(*args)
-        except (OSError, RuntimeError) as err:  # torch.save reports a failed write as RuntimeError
+        except (OSError, RuntimeError, CheckpointException) as err:  # torch.save: RuntimeError
             return err
         return None
 
@@ -206,12 +216,13 @@ class CheckpointManager:
         return err
 
     def _write_main_files(self, tmp, state, model, optimizer, scheduler, scaler) -> None:
-        # save_model (not save_file) de-duplicates tied weights, e.g. MLM decoder/embeddings.
-        safetensors.torch.save_model(model, str(tmp / "model.safetensors"))
-        opt = {"optimizer": optimizer.state_dict()}
-        if scaler is not None:
-            opt["scaler"] = scaler.state_dict()
-        torch.save(opt, tmp / "optimizer.pt")
+        if not self.sharded:  # sharded: every process has written its part (save)
+            # save_model (not save_file) de-duplicates tied weights, e.g. MLM decoder/embeddings.
+            safetensors.torch.save_model(model, str(tmp / "model.safetensors"))
+            opt = {"optimizer": optimizer.state_dict()}
+            if scaler is not None:
+                opt["scaler"] = scaler.state_dict()
+            torch.save(opt, tmp / "optimizer.pt")
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
         with atomic_write(tmp / STATE_FILE, "w", encoding="utf-8") as f:
             json.dump(asdict(state) | {"checkpoint": tmp.name.removeprefix(".tmp-")}, f, indent=2)
@@ -242,6 +253,10 @@ class CheckpointManager:
                 f"step-NNNNNNNN directories under OUTPUT_DIR/checkpoints."
             )
         state = TrainerState.from_json((path / STATE_FILE).read_text(encoding="utf-8"))
+        self._check_format(path)
+        if self.sharded:
+            dcp_checkpoint.load_sharded(path / dcp_checkpoint.SHARDED_DIR, model, optimizer)
+            return state, self._load_schedule_and_rng(path, scheduler)
         missing, unexpected = safetensors.torch.load_model(model, str(path / "model.safetensors"), strict=False)
         if missing or unexpected:
             raise ConfigError(
@@ -252,10 +267,31 @@ class CheckpointManager:
         optimizer.load_state_dict(opt["optimizer"])
         if scaler is not None and "scaler" in opt:
             scaler.load_state_dict(opt["scaler"])
+        return state, self._load_schedule_and_rng(path, scheduler)
+
+    def _load_schedule_and_rng(self, path: Path, scheduler: Any) -> dict[str, Any] | None:
         scheduler.load_state_dict(_load(path / "scheduler.pt"))
         rng_file = path / f"rng_state_rank{self.rank}.pt"
-        rng = _load(rng_file) if rng_file.is_file() else None
-        return state, rng
+        return _load(rng_file) if rng_file.is_file() else None
+
+    def load_model(self, path: Path, model: torch.nn.Module) -> None:
+        """Only the model's weights (the best checkpoint's, at the end of a run); every process
+        calls it."""
+        self._check_format(path)
+        if self.sharded:
+            dcp_checkpoint.load_sharded_model(Path(path) / dcp_checkpoint.SHARDED_DIR, model)
+        else:
+            safetensors.torch.load_model(model, str(Path(path) / "model.safetensors"))
+
+    def _check_format(self, path: Path) -> None:
+        sharded = dcp_checkpoint.is_sharded_checkpoint(path)
+        if sharded != self.sharded:
+            raise ConfigError(
+                f"checkpoint {path} was written by train.distributed.strategy="
+                f"{'fsdp' if sharded else 'ddp'} ({'sharded/' if sharded else 'model.safetensors'}); "
+                f"this run has strategy={'fsdp' if self.sharded else 'ddp'}. Resume it with "
+                f"train.distributed.strategy={'fsdp' if sharded else 'ddp'}, or start a new output_dir"
+            )
 
 
 def _fsync_dir(path: Path) -> None:

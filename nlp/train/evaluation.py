@@ -69,13 +69,16 @@ def predict_loop(
     preprocess: Callable[[Any, Mapping[str, torch.Tensor]], Any],
     label_keys: Sequence[str],
     num_workers: int = 0,
+    equal_batches: bool = False,
 ) -> tuple[EvalPrediction, float | None]:
     """Run the model over `dataset`; return the predictions and the mean loss (None when the
     model gives none). Tokenized examples (mappings with `input_ids`) are batched longest first,
     so that a batch holds similar lengths (little padding); predictions come back in dataset order.
 
     `accelerator`: the run's (each process scores its share, the shares are gathered); None runs
-    in this process alone, on the device of the model's parameters."""
+    in this process alone, on the device of the model's parameters. `equal_batches`: every
+    process runs as many forward passes as the process with the most batches (a sharded model's
+    forward is a collective); the extra ones, on the dataset's first example, are discarded."""
     if accelerator is None:
         world, rank, device = 1, 0, next(model.parameters()).device
     else:
@@ -119,6 +122,11 @@ def predict_loop(
                         "examples; evaluation needs one row per example (do not pack eval batches)"
                     )
                 items.extend(zip(indices, preds, labels))
+            if equal_batches and world > 1:
+                most = -(-len(range(0, len(dataset), world)) // batch_size)  # rank 0's share
+                for _ in range(most - len(sampler)):
+                    extra = collate_fn([dataset[0]])
+                    model(**{k: v.to(device) if torch.is_tensor(v) else v for k, v in extra.items()})
     finally:
         model.train(was_training)
     if world > 1:

@@ -23,6 +23,7 @@ __all__ = [
     "EvalSettings",
     "CheckpointSettings",
     "LogSettings",
+    "DistributedSettings",
     "TrainSettings",
     # the schema engine's functions, re-exported: the settings' own API since the start
     "from_dict",
@@ -170,6 +171,23 @@ class LogSettings(Settings):
 
 
 @dataclass
+class DistributedSettings(Settings):
+    """How several processes share the work (docs/training.md, "Past one process").
+
+    ddp: every process holds the whole model, gradients are averaged (accelerate's DDP).
+    fsdp: parameters, gradients and optimizer state are sharded over the processes (torch FSDP2,
+    one unit per encoder layer), checkpoints too (torch.distributed.checkpoint): for models whose
+    training state does not fit one device. Same losses as ddp; more communication."""
+
+    strategy: Literal["ddp", "fsdp"] = "ddp"
+    # fsdp: free each layer's gathered parameters after its forward (gather them again for the
+    # backward): less memory, one more all-gather per layer and step
+    reshard_after_forward: bool = True
+    # fsdp on GPUs: keep the shards and the optimizer step in CPU memory (slower steps)
+    cpu_offload: bool = False
+
+
+@dataclass
 class TrainSettings(Settings):
     """Everything the fine-tuning engine needs to know, none of it task-specific."""
 
@@ -193,6 +211,7 @@ class TrainSettings(Settings):
     eval: EvalSettings = field(default_factory=EvalSettings)
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    distributed: DistributedSettings = field(default_factory=DistributedSettings)
 
     def problems(self) -> Iterator[Problem]:
         if self.epochs <= 0 and self.max_steps is None:

@@ -45,6 +45,7 @@ from nlp.train.optim import build_optimizer, build_scheduler
 from nlp.train.precision import check_distributed_backend, limit_onednn_cache, resolve_mixed_precision
 from nlp.train.run_dir import check_output_dir, claim_output_dir, leftovers_of_a_dead_run
 from nlp.train.settings import TrainSettings, to_dict
+from nlp.train.sharding import check_strategy, clip_grad_norm, full_model_state, is_sharded, local_tensor, shard_model
 from nlp.train.signals import stop_on_signals
 from nlp.train.tracking import LogWindow, RunLog, peak_memory_mb, write_plots, write_summary
 
@@ -121,6 +122,9 @@ class Trainer:
         check_output_dir(self.output_dir)
         self.accelerator = _make_accelerator(settings)
         _check_global_batch(settings, self.accelerator.num_processes)
+        d = settings.distributed
+        check_strategy(d.strategy, precision=self.accelerator.mixed_precision, cpu_offload=d.cpu_offload,
+                       device=self.accelerator.device)
         if settings.gradient_checkpointing:
             _enable_gradient_checkpointing(model)
         self.model = model
@@ -144,6 +148,7 @@ class Trainer:
             rank=self.accelerator.process_index,
             barrier=self.accelerator.wait_for_everyone,
             agree=self._agree,
+            sharded=settings.distributed.strategy == "fsdp",
         )
         self._stop_signal: int | None = None
         self._stop_requested = False
@@ -237,7 +242,9 @@ class Trainer:
             return float("nan"), tokens, None
         state.nonfinite_streak = 0
         grad_norm = None
-        if self.settings.optim.max_grad_norm is not None:
+        if self.settings.optim.max_grad_norm is not None and is_sharded(model):
+            grad_norm = clip_grad_norm(model.parameters(), self.settings.optim.max_grad_norm)
+        elif self.settings.optim.max_grad_norm is not None:
             grad_norm = float(acc.clip_grad_norm_(model.parameters(), self.settings.optim.max_grad_norm))
         self.optimizer.step()
         if not acc.optimizer_step_was_skipped:  # fp16 loss scaler found inf gradients
@@ -293,6 +300,7 @@ class Trainer:
             preprocess=self.preprocess_logits,
             label_keys=self.label_keys,
             num_workers=s.num_workers,
+            equal_batches=is_sharded(self._model),  # every forward is a collective there
         )
 
     def request_stop(self) -> None:
@@ -301,16 +309,21 @@ class Trainer:
 
     def save_model(self, directory: str | Path) -> Path:
         """Export the (unwrapped) model: save_pretrained when the model has it, else
-        model.safetensors. Main process only; the others wait."""
+        model.safetensors. Main process only; the others wait (a sharded model is first gathered
+        into the main process's CPU memory, every process taking part)."""
         directory = Path(directory)
         model = self.accelerator.unwrap_model(self._model)
+        full = full_model_state(model) if is_sharded(model) else None
         if self.accelerator.is_main_process:
             directory.mkdir(parents=True, exist_ok=True)
-            if hasattr(model, "save_pretrained"):
-                model.save_pretrained(directory)
-            else:
-                import safetensors.torch
+            import safetensors.torch
 
+            if hasattr(model, "save_pretrained"):
+                model.save_pretrained(directory, **({} if full is None else {"state_dict": full}))
+            elif full is not None:
+                safetensors.torch.save_file({k: v.contiguous() for k, v in full.items()},
+                                            str(directory / "model.safetensors"))
+            else:
                 safetensors.torch.save_model(model, str(directory / "model.safetensors"))
         self.accelerator.wait_for_everyone()
         return directory
@@ -335,13 +348,23 @@ class Trainer:
         return sampler
 
     def _set_up_optimization(self, model: torch.nn.Module) -> None:
-        """Steps, optimizer and schedule; the model and optimizer wrapped by accelerate."""
-        s = self.settings
+        """Steps, optimizer and schedule; the model and optimizer wrapped by accelerate, or, with
+        strategy=fsdp on several processes, the model sharded (nlp.train.sharding) and the
+        optimizer built on its shards."""
+        s, acc = self.settings, self.accelerator
         self.steps_per_epoch = math.ceil(len(self.sampler) / s.grad_accum_steps)
         self.total_steps = s.max_steps or math.ceil(s.epochs * self.steps_per_epoch)
+        self._mesh = None
+        if s.distributed.strategy == "fsdp" and acc.num_processes > 1:
+            model, self._mesh = shard_model(model.to(acc.device), precision=acc.mixed_precision,
+                                            reshard_after_forward=s.distributed.reshard_after_forward,
+                                            cpu_offload=s.distributed.cpu_offload)
         optimizer = build_optimizer(model, s.optim)
         self.scheduler = build_scheduler(optimizer, s.schedule, self.total_steps)
-        self._model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        if self._mesh is not None:  # accelerate would wrap the sharded model in DDP
+            self._model, self.optimizer = model, acc.prepare(optimizer)
+        else:
+            self._model, self.optimizer = acc.prepare(model, optimizer)
 
     def _begin(self) -> TrainerState:
         """Apply the output-directory policy: resume its last checkpoint, or start fresh in an
@@ -559,19 +582,26 @@ class Trainer:
         return path
 
     def _end_process_group(self) -> None:
-        """Meet every process, then end the run's process group. The barrier keeps a process
-        from tearing down gloo while another is still inside the last collective (the final
-        evaluation's gathers) and frees the group before the interpreter exits: both seen as
-        an intermittent SIGABRT ("terminate called without an active exception") of a
-        data-parallel CPU run that had finished its work."""
-        self.accelerator.wait_for_everyone()
-        # The data-parallel wrapper's reducer holds the process group: drop it (and accelerate's
-        # references) now, so the group is really freed here, with its gloo threads joined,
-        # not during interpreter shutdown, where freeing it can abort the process.
-        self._model = self.accelerator.unwrap_model(self._model)
-        self.accelerator.free_memory()
+        """Drop what holds the process group, meet every process, then end the group.
+
+        Seen as an intermittent SIGABRT ("terminate called without an active exception") of a
+        data-parallel CPU run that had finished its work: a gloo group freed during interpreter
+        shutdown (its threads still running), or torn down while another process was still
+        inside the last collective. So the data-parallel wrapper's reducer, the optimizer (whose
+        state a sharded run keeps as DTensors) and the device mesh are dropped and collected
+        first, every process then meets at a barrier, and the group is destroyed here, not at
+        exit. A sharded model keeps its shards (and the group's handle) while the caller holds
+        it; it is freed whenever that reference goes, after the group is gone."""
+        acc = self.accelerator
+        self._model = acc.unwrap_model(self._model)
+        acc.free_memory()
+        self.optimizer = self._bare_optimizer()
+        if is_sharded(self._model):
+            self.optimizer.state.clear()
+        self._mesh = None
         gc.collect()
-        self.accelerator.end_training()
+        acc.wait_for_everyone()
+        acc.end_training()
 
     def _on_signal(self, signum: int) -> None:
         self._stop_signal = signum
@@ -597,12 +627,10 @@ class Trainer:
             self._save(state)
         best = self.output_dir / "checkpoints" / state.best_checkpoint if state.best_checkpoint else None
         if self.settings.checkpoint.load_best_at_end and best is not None and state.best_step != state.step:
-            import safetensors.torch
-
-            safetensors.torch.load_model(self.accelerator.unwrap_model(self._model), str(best / "model.safetensors"))
+            self.checkpoints.load_model(best, self.accelerator.unwrap_model(self._model))
             logger.info("loaded the best model (step %d) from %s", state.best_step, best)
         broken = _nonfinite_parameters(self.accelerator.unwrap_model(self._model))
-        if broken:
+        if self._agree(bool(broken)):  # a sharded model: each process checks its shards
             self._write_report(state, "failed", started, tokens)
             raise TrainingError(
                 f"after {state.step} steps the model's parameters hold NaN/inf ({', '.join(broken[:3])}"
@@ -752,7 +780,7 @@ def _count_tokens(batch: Mapping[str, Any]) -> int:
 
 
 def _nonfinite_parameters(model: torch.nn.Module) -> list[str]:
-    return [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    return [name for name, p in model.named_parameters() if not bool(torch.isfinite(local_tensor(p)).all())]
 
 
 def _flat_hparams(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""`nlp finetune` with probes, for tests/train/test_sharded.py (launched by torchrun or alone):
+
+    python _sharded_run.py [--stop-step K] [--hang-at-save K] PROBE_DIR -- nlp finetune arguments
+
+The real CLI runs (`nlp.cli.main`), with a callback added to `finetune`:
+- after step 1, each process writes PROBE_DIR/rank{r}.json: per parameter, whether it is a DTensor
+  and its local and global element counts, and the process count;
+- --stop-step K: after step K, each process writes PROBE_DIR/stop-rank{r}.json with its pid and
+  waits for the test's SIGTERM (which it then handles like any run: save, stop);
+- --hang-at-save K: while checkpoint step K is being saved, after this process has written its
+  shards, it writes its pid to PROBE_DIR/saving-rank{r} and hangs, for the test's kill -9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("probe_dir")
+    ap.add_argument("--stop-step", type=int, default=None)
+    ap.add_argument("--hang-at-save", type=int, default=None)
+    ap.add_argument("cli", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    probes = Path(args.probe_dir)
+    probes.mkdir(parents=True, exist_ok=True)
+    rank = int(os.environ.get("RANK", "0"))
+
+    import nlp.train.finetune as finetune_module
+    from nlp.train import dcp_checkpoint
+
+    class Probe:
+        def on_step_end(self, trainer, state):
+            if state.step == 1:
+                from torch.distributed.tensor import DTensor
+
+                params = {name: {"dtensor": isinstance(p, DTensor),
+                                 "local": (p.to_local() if isinstance(p, DTensor) else p).numel(),
+                                 "global": p.numel()}
+                          for name, p in trainer._model.named_parameters()}
+                (probes / f"rank{rank}.json").write_text(json.dumps(
+                    {"processes": trainer.accelerator.num_processes, "params": params}))
+            if state.step == args.stop_step:
+                (probes / f"stop-rank{rank}.json").write_text(json.dumps({"pid": os.getpid()}))
+                deadline = time.monotonic() + 120
+                while trainer._stop_signal is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+
+    real_save, real_finetune = dcp_checkpoint.save_sharded, finetune_module.finetune
+
+    def save_sharded(directory, model, optimizer):
+        real_save(directory, model, optimizer)
+        if directory.parent.name == f".tmp-step-{args.hang_at_save:08d}":
+            (probes / f"saving-rank{rank}").write_text(json.dumps({"pid": os.getpid()}))
+            time.sleep(300)
+
+    if args.hang_at_save is not None:
+        dcp_checkpoint.save_sharded = save_sharded
+    finetune_module.finetune = lambda recipe, loaders=None, callbacks=(): real_finetune(
+        recipe, loaders, callbacks=[Probe(), *callbacks])
+
+    from nlp.cli import main as cli_main
+
+    cli = args.cli[1:] if args.cli[:1] == ["--"] else args.cli
+    return cli_main(cli)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""`train.distributed.strategy=fsdp` (issue 26): `nlp finetune` under torchrun on 2 gloo CPU
+processes, sharded by FSDP2, against one process over the same global batches.
+
+A tiny random 2-layer model on the shipped ernie-tiny-zh tokenizer, 4 steps of 8 reviews,
+dropout off, fp32 unless said: per-step losses and final parameters equal one process's
+(relative <= 1e-6; FSDP reduce-scatters where one process sums, so the last bits differ); every
+parameter is a DTensor shard during training; checkpoints are DCP shards that resume exactly
+after SIGTERM and after kill -9 in the middle of a save, on 2 processes and on 1. Every launch
+must exit 0 (or 128+15 after SIGTERM): an abort at exit fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import nlp
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+MODEL = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
+TIMEOUT = 300  # seconds per launch, generous: the machine may be busy
+
+
+def _overrides(out: Path, batching: str = "dynamic", *extra: str) -> list[str]:
+    packed = ["train.data.pack_max_length=96"] if batching == "packed" else []
+    return [
+        "model.name=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+        f"tokenizer.name={MODEL}",
+        "model.config.num_hidden_layers=2", "model.config.hidden_size=32",
+        "model.config.num_attention_heads=2", "model.config.intermediate_size=64",
+        "model.config.max_position_embeddings=512",
+        "model.config.hidden_dropout_prob=0", "model.config.attention_probs_dropout_prob=0",
+        "data.max_length=64", "data.max_train_samples=64", "data.max_eval_samples=8",
+        "train.max_steps=4", "train.data.batch_size=8", f"train.data.batching={batching}", *packed,
+        "train.mixed_precision=no", "train.optim.lr=5e-3", "train.eval.every_steps=null",
+        "train.log.every_steps=1", "train.log.progress_bar=false", "train.log.tensorboard=false",
+        "train.log.plots=false", f"train.output_dir={out}", *extra,
+    ]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env["OMP_NUM_THREADS"] = "1"
+    for k in [k for k in env if k.startswith(("ACCELERATE_", "TORCHELASTIC_")) or k in ("RANK", "WORLD_SIZE")]:
+        del env[k]
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _command(probes: Path, processes: int, overrides: list[str], *probe_args: str) -> list[str]:
+    script = [str(HERE / "_sharded_run.py"), *probe_args, str(probes), "--", "finetune",
+              "recipes/sentiment-reviews.yaml", *overrides]
+    if processes == 1:
+        return [sys.executable, *script]
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(processes),
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{_free_port()}", *script]
+
+
+def _run(probes: Path, processes: int, overrides: list[str], expect: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run(_command(probes, processes, overrides), cwd=REPO, env=_env(), capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert done.returncode == expect, done.stderr[-4000:]
+    assert "terminate called" not in done.stderr, done.stderr[-4000:]
+    return done
+
+
+def _losses(out: Path) -> dict[int, float]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {r["step"]: r["loss"] for r in rows if r["type"] == "train"}
+
+
+def _weights(out: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(out / "model" / "model.safetensors"))
+
+
+def _assert_same_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], rel: float) -> None:
+    assert set(got) == set(want)
+    diff = torch.cat([(got[k] - want[k]).flatten() for k in want]).norm()
+    assert float(diff) <= rel * float(torch.cat([v.flatten() for v in want.values()]).norm())
+    for k in want:  # and no tensor off on its own (the norm above could hide a small one)
+        torch.testing.assert_close(got[k], want[k], rtol=1e-4, atol=1e-5)  # an untrained shard: ~1e-2
+
+
+_REFERENCE: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One process's run per batching (plain: nothing to shard), run once per module."""
+    def get(batching: str) -> Path:
+        if batching not in _REFERENCE:
+            out = tmp_path_factory.mktemp(f"one-{batching}") / "run"
+            _run(out.parent / "probes", 1, _overrides(out, batching))
+            _REFERENCE[batching] = out
+        return _REFERENCE[batching]
+    return get
+
+
+@pytest.mark.parametrize("batching, extra", [
+    ("dynamic", ()),
+    ("length_grouped", ("train.gradient_checkpointing=true", "train.distributed.reshard_after_forward=false")),
+    ("packed", ()),
+])
+def test_fsdp_on_two_processes_trains_like_one(tmp_path, reference, batching, extra):
+    out = tmp_path / "fsdp"
+    _run(tmp_path / "probes", 2, _overrides(out, batching, "train.distributed.strategy=fsdp", *extra))
+    one = reference(batching)
+    want, got = _losses(one), _losses(out)
+    assert sorted(got) == [1, 2, 3, 4] and len(set(want.values())) > 1  # the model did train
+    assert got == pytest.approx(want, rel=1e-6, abs=0)
+    _assert_same_weights(_weights(out), _weights(one), rel=1e-6)
+
+    for rank in (0, 1):  # every parameter was a shard, half of it on each process
+        probe = json.loads((tmp_path / "probes" / f"rank{rank}.json").read_text())
+        assert probe["processes"] == 2
+        params = probe["params"]
+        layers = [n for n in params if ".layers." in n]
+        assert {n.split(".layers.")[1].split(".")[0] for n in layers} == {"0", "1"}
+        whole = [n for n, p in params.items() if not p["dtensor"] or p["local"] * 2 != p["global"]]
+        assert not whole, f"left whole on rank {rank}: {whole}"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["processes"] == 2 and summary["status"] == "finished"
+    assert (out / "checkpoints" / "step-00000004" / "sharded" / ".metadata").is_file()
+    assert not (out / "checkpoints" / "step-00000004" / "model.safetensors").exists()
+
+
+def test_fsdp_bf16_follows_fp32(tmp_path, reference):
+    """bf16 parameters gathered, fp32 gradient reduction (MixedPrecisionPolicy). On the recipe's
+    length-grouped batches; dynamic batches here start with a near-zero gradient, where AdamW's
+    first update follows the rounding's signs and one-process bf16 autocast strays ~2% too."""
+    out = tmp_path / "bf16"
+    _run(tmp_path / "probes", 2, _overrides(out, "length_grouped", "train.distributed.strategy=fsdp",
+                                             "train.mixed_precision=bf16"))
+    want, got = _losses(reference("length_grouped")), _losses(out)
+    assert sorted(got) == [1, 2, 3, 4]
+    assert got == pytest.approx(want, rel=1e-3, abs=0)
+    assert got != pytest.approx(want, rel=1e-6, abs=0)  # it did run in bf16
+    assert all(v.dtype == torch.float32 for v in _weights(out).values())  # the export is fp32
+
+
+def _wait_for(paths: list[Path], proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not all(p.exists() for p in paths):
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (rc {proc.returncode}) before {what}: {proc.communicate()[1][-4000:]}")
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    time.sleep(0.2)
+
+
+def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_process(tmp_path, reference):
+    out, probes = tmp_path / "run", tmp_path / "probes"
+    overrides = _overrides(out, "dynamic", "train.distributed.strategy=fsdp", "train.checkpoint.every_steps=2")
+    ranks = [probes / "stop-rank0.json", probes / "stop-rank1.json"]
+
+    # 1. SIGTERM to both processes after step 1: each finishes the step, a checkpoint, stops.
+    proc = subprocess.Popen(_command(probes, 2, overrides, "--stop-step", "1"), cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for(ranks, proc, "step 1")
+        for p in ranks:
+            os.kill(json.loads(p.read_text())["pid"], signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "stopped by signal 15 at step 1/4" in err, err[-4000:]
+    assert "terminate called" not in err, err[-4000:]
+    assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-00000001"]
+    on_one = tmp_path / "on-one"
+    shutil.copytree(out, on_one)
+
+    # 2. Resumed on 2 processes; killed (-9) while writing the checkpoint of step 2.
+    saving = [probes / "saving-rank0", probes / "saving-rank1"]
+    proc = subprocess.Popen(_command(probes, 2, overrides, "--hang-at-save", "2"), cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for(saving, proc, "the save of step 2")
+        for p in saving:
+            os.kill(json.loads(p.read_text())["pid"], signal.SIGKILL)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    assert (out / "checkpoints" / ".tmp-step-00000002" / "sharded").is_dir()  # half-written
+    assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-00000001"]
+
+    # 3. The same command again: resumes step 1's checkpoint and finishes like an unbroken run.
+    _run(probes, 2, overrides)
+    want = _losses(reference("dynamic"))
+    assert _losses(out) == pytest.approx(want, rel=1e-6, abs=0)
+    _assert_same_weights(_weights(out), _weights(reference("dynamic")), rel=1e-6)
+
+    # 4. The 2-process checkpoint of step 1 resumed on one process (2 -> 1).
+    _run(probes / "one", 1, _overrides(on_one, "dynamic", "train.distributed.strategy=fsdp",
+                                       "train.checkpoint.every_steps=2"))
+    assert _losses(on_one) == pytest.approx(want, rel=1e-6, abs=0)
+    _assert_same_weights(_weights(on_one), _weights(reference("dynamic")), rel=1e-6)
