@@ -155,6 +155,64 @@ def test_pooled_output_equals_full_last_layer(name, checkpointing):
             torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-4, msg=n)
 
 
+def test_pooled_output_runs_the_last_layer_through_its_own_call():
+    """The [CLS]-rows trick goes through the layer's call (`ErnieLayer.forward(x, attn, rows)`):
+    whatever wraps a layer (hooks; a sharding unit that gathers its weights) sees it run."""
+    config = tiny("ernie-3.0-nano-zh")
+    model = ErnieModel(config).eval()
+    calls = []
+    for i, layer in enumerate(model.layers):
+        layer.register_forward_pre_hook(lambda module, args, i=i: calls.append(i))
+    model.pooled_output(**batch_for(config))
+    assert calls == list(range(config.num_hidden_layers))
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_pooled_output_of_a_model_sharded_per_layer(tmp_path, checkpointing):
+    """FSDP2 units per layer + root (what train.distributed.strategy=fsdp builds), on a 1-process
+    gloo group: the last layer's weights are gathered for the [CLS] rows too (it used to fail
+    with a mixed Tensor/DTensor error in the oneDNN linear). Same outputs and gradients."""
+    import copy
+
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor
+
+    torch.manual_seed(3)
+    config = tiny("ernie-3.0-nano-zh", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    backbone = ErnieModel(config).train()
+    if checkpointing:
+        backbone.gradient_checkpointing_enable()
+
+    class Pooled(torch.nn.Module):  # a sequence-classification head's call, without the head
+        def __init__(self):
+            super().__init__()
+            self.backbone = copy.deepcopy(backbone)
+
+        def forward(self, **batch):
+            return self.backbone.pooled_output(**batch)
+
+    plain = Pooled()
+    sharded = copy.deepcopy(plain)
+    batch = batch_for(config, B=3, T=11)
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        for layer in sharded.backbone.layers:
+            fully_shard(layer)
+        fully_shard(sharded)
+        assert isinstance(sharded.backbone.layers[-1].qkv.weight, DTensor)
+        outs = []
+        for model in (plain, sharded):
+            pooled = model(**batch)
+            (pooled * torch.linspace(-1, 1, config.hidden_size)).sum().backward()
+            outs.append(pooled.detach())
+        torch.testing.assert_close(outs[1], outs[0], atol=1e-6, rtol=1e-5)
+        for (name, p), q in zip(plain.named_parameters(), sharded.parameters()):
+            torch.testing.assert_close(q.grad.full_tensor(), p.grad, atol=1e-6, rtol=1e-4, msg=name)
+    finally:
+        dist.destroy_process_group()
+
+
 def test_pooled_output_with_attention_dropout_trains_and_needs_a_pooler():
     config = tiny("ernie-3.0-nano-zh", attention_probs_dropout_prob=0.1)
     model = ErnieModel(config).train()

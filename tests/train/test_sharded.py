@@ -213,3 +213,29 @@ def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_pr
                                        "train.checkpoint.every_steps=2"))
     assert _losses(on_one) == pytest.approx(want, rel=1e-6, abs=0)
     _assert_same_weights(_weights(on_one), _weights(reference("dynamic")), rel=1e-6)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_two_nodes_on_localhost_train_like_one_process(tmp_path, reference, strategy):
+    """Two "machines" (torchrun --nnodes 2, one process each, rendezvous on 127.0.0.1), the real
+    `nlp finetune`: the multi-node form of docs/training.md."""
+    out, port = tmp_path / "run", _free_port()
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(rank),
+         "--nproc-per-node", "1", "--rdzv-endpoint", f"127.0.0.1:{port}", "-m", "nlp", "finetune",
+         "recipes/sentiment-reviews.yaml", *_overrides(out, "dynamic", f"train.distributed.strategy={strategy}")],
+        cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        for rank in (0, 1)]
+    try:
+        done = [(node.communicate(timeout=TIMEOUT), node.returncode) for node in nodes]
+    finally:
+        for node in nodes:
+            if node.poll() is None:
+                os.killpg(node.pid, signal.SIGKILL)
+    for (_, err), rc in done:
+        assert rc == 0 and "terminate called" not in err, err[-4000:]
+    assert done[0][0][0].count("run: ") == 1 and "run: " not in done[1][0][0]  # one report, node 0's
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["processes"] == 2 and summary["status"] == "finished"
+    assert _losses(out) == pytest.approx(_losses(reference("dynamic")), rel=1e-6, abs=0)
+    _assert_same_weights(_weights(out), _weights(reference("dynamic")), rel=1e-6)
