@@ -42,7 +42,10 @@ def _overrides(out: Path, batching: str = "dynamic", *extra: str) -> list[str]:
         "model.config.num_attention_heads=2", "model.config.intermediate_size=64",
         "model.config.max_position_embeddings=512",
         "model.config.hidden_dropout_prob=0", "model.config.attention_probs_dropout_prob=0",
-        "data.max_length=64", "data.max_train_samples=64", "data.max_eval_samples=8",
+        "data.max_length=64", "data.max_train_samples=64",
+        # 9 dev examples, 1 per process and batch: rank 0 runs one forward more than rank 1, which
+        # a sharded model's evaluation must match (its forward is a collective)
+        "data.max_eval_samples=9", "train.data.eval_batch_size=2",
         "train.max_steps=4", "train.data.batch_size=8", f"train.data.batching={batching}", *packed,
         "train.mixed_precision=no", "train.optim.lr=5e-3", "train.eval.every_steps=null",
         "train.log.every_steps=1", "train.log.progress_bar=false", "train.log.tensorboard=false",
@@ -138,6 +141,9 @@ def test_fsdp_on_two_processes_trains_like_one(tmp_path, reference, batching, ex
         assert not whole, f"left whole on rank {rank}: {whole}"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processes"] == 2 and summary["status"] == "finished"
+    results, want_results = (json.loads((d / "results.json").read_text()) for d in (out, one))
+    for role in ("dev", "test"):  # scored by the sharded model (dev: uneven shares)
+        assert results[role] == pytest.approx(want_results[role], rel=1e-5)
     assert (out / "checkpoints" / "step-00000004" / "sharded" / ".metadata").is_file()
     assert not (out / "checkpoints" / "step-00000004" / "model.safetensors").exists()
 
@@ -208,9 +214,21 @@ def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_pr
     assert _losses(out) == pytest.approx(want, rel=1e-6, abs=0)
     _assert_same_weights(_weights(out), _weights(reference("dynamic")), rel=1e-6)
 
-    # 4. The 2-process checkpoint of step 1 resumed on one process (2 -> 1).
-    _run(probes / "one", 1, _overrides(on_one, "dynamic", "train.distributed.strategy=fsdp",
-                                       "train.checkpoint.every_steps=2"))
+    # 4. The 2-process checkpoint of step 1 resumed on one process (2 -> 1), which stops after
+    # step 2 (SIGTERM), leaving a checkpoint written by one process; resumed on 2 (1 -> 2).
+    overrides = _overrides(on_one, "dynamic", "train.distributed.strategy=fsdp", "train.checkpoint.every_steps=2")
+    proc = subprocess.Popen(_command(probes / "one", 1, overrides, "--stop-step", "2"), cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for([probes / "one" / "stop-rank0.json"], proc, "step 2 on one process")
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGTERM and "stopped by signal 15 at step 2/4" in err, err[-4000:]
+    assert "saved with 2 processes on 1" in err
+    _run(probes / "two", 2, overrides)
     assert _losses(on_one) == pytest.approx(want, rel=1e-6, abs=0)
     _assert_same_weights(_weights(on_one), _weights(reference("dynamic")), rel=1e-6)
 
