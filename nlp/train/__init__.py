@@ -17,6 +17,7 @@ from nlp.train.schema import apply_overrides, from_dict, parse_overrides, to_dic
 from nlp.train.settings import (
     CheckpointSettings,
     DataSettings,
+    DistributedSettings,
     EvalSettings,
     LogSettings,
     OptimSettings,
@@ -35,6 +36,7 @@ __all__ = [
     "EvalSettings",
     "CheckpointSettings",
     "LogSettings",
+    "DistributedSettings",
     "from_dict",
     "to_dict",
     "parse_overrides",

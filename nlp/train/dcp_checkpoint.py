@@ -15,7 +15,10 @@ DTensor shards for a sharded model and plain tensors for a whole one.
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -36,8 +39,8 @@ def save_sharded(directory: Path, model: nn.Module, optimizer: torch.optim.Optim
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     model_state, optim_state = get_state_dict(model, optimizer)
-    dcp.save({"model": model_state, "optimizer": optim_state}, checkpoint_id=str(directory),
-             no_dist=not _distributed())
+    with _one_process() as no_dist:
+        dcp.save({"model": model_state, "optimizer": optim_state}, checkpoint_id=str(directory), no_dist=no_dist)
 
 
 def load_sharded(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
@@ -47,7 +50,8 @@ def load_sharded(directory: Path, model: nn.Module, optimizer: torch.optim.Optim
 
     model_state, optim_state = get_state_dict(model, optimizer)  # the shapes and shards to fill
     state = {"model": model_state, "optimizer": optim_state}
-    dcp.load(state, checkpoint_id=str(directory), no_dist=not _distributed())
+    with _one_process() as no_dist:
+        dcp.load(state, checkpoint_id=str(directory), no_dist=no_dist)
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
 
 
@@ -57,9 +61,17 @@ def load_sharded_model(directory: Path, model: nn.Module) -> None:
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
     state = {"model": get_model_state_dict(model)}
-    dcp.load(state, checkpoint_id=str(directory), no_dist=not _distributed())
+    with _one_process() as no_dist:
+        dcp.load(state, checkpoint_id=str(directory), no_dist=no_dist)
     set_model_state_dict(model, state["model"])
 
 
-def _distributed() -> bool:
-    return torch.distributed.is_available() and torch.distributed.is_initialized()
+@contextlib.contextmanager
+def _one_process() -> Iterator[bool]:
+    """Yields DCP's `no_dist`: true in a process without a process group (a one-process run),
+    where DCP's warning that it assumes so says nothing new."""
+    alone = not (torch.distributed.is_available() and torch.distributed.is_initialized())
+    with warnings.catch_warnings():
+        if alone:
+            warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield alone

@@ -51,7 +51,8 @@ def check_distributed_backend(use_cuda: bool) -> None:
         if os.environ.get(var, "").lower() in {"1", "true", "yes"} and not use_cuda:
             raise ConfigError(
                 f"{name} was selected through accelerate's config ({var}=true), but no CUDA GPU "
-                f"is in use. {name} is for multi-GPU runs; on CPU use plain data-parallel: "
+                f"is in use, where accelerate would silently run plain data-parallel. To shard, "
+                "set train.distributed.strategy=fsdp (torch FSDP2, CPU or GPU) and launch with "
                 "`accelerate launch --multi_gpu --num_processes N --num_machines 1 "
                 "--mixed_precision no --dynamo_backend no ...` (see docs/training.md)."
             )

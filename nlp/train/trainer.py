@@ -705,11 +705,12 @@ def _make_accelerator(s: TrainSettings) -> Accelerator:
         step_scheduler_with_optimizer=False,
     )
     if acc.distributed_type.name in ("FSDP", "DEEPSPEED"):
-        # Checkpoints here save one full state dict from the main process; sharded
-        # optimizer/parameter states need accelerator.save_state, not wired in yet.
+        # The sharded path is train.distributed.strategy=fsdp (torch FSDP2 + DCP checkpoints),
+        # not accelerate's plugins, whose states these checkpoints do not save.
         raise ConfigError(
-            f"{acc.distributed_type.name} is not supported by nlp.train's checkpoints yet; "
-            "use plain data-parallel (accelerate launch --multi_gpu, see docs/training.md)"
+            f"accelerate's {acc.distributed_type.name} plugin is not supported by nlp.train; launch "
+            "with plain data-parallel (accelerate launch --multi_gpu) and set "
+            "train.distributed.strategy=fsdp to shard (see docs/training.md)"
         )
     return acc
 

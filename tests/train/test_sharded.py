@@ -26,8 +26,13 @@ import torch
 from safetensors.torch import load_file
 
 import nlp
+from nlp._common import ConfigError
+from nlp.train import TrainingInterrupted
+from nlp.train.sharding import check_strategy
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _toy  # noqa: E402
 REPO = HERE.parents[1]
 MODEL = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 TIMEOUT = 300  # seconds per launch, generous: the machine may be busy
@@ -53,8 +58,10 @@ def _overrides(out: Path, batching: str = "dynamic", *extra: str) -> list[str]:
     ]
 
 
-def _env() -> dict[str, str]:
+def _env(gpus: bool = False) -> dict[str, str]:
     env = dict(os.environ)
+    if not gpus:  # gloo CPU processes, also on a machine with GPUs
+        env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     env["OMP_NUM_THREADS"] = "1"
     for k in [k for k in env if k.startswith(("ACCELERATE_", "TORCHELASTIC_")) or k in ("RANK", "WORLD_SIZE")]:
@@ -77,8 +84,9 @@ def _command(probes: Path, processes: int, overrides: list[str], *probe_args: st
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{_free_port()}", *script]
 
 
-def _run(probes: Path, processes: int, overrides: list[str], expect: int = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run(_command(probes, processes, overrides), cwd=REPO, env=_env(), capture_output=True,
+def _run(probes: Path, processes: int, overrides: list[str], expect: int = 0,
+         gpus: bool = False) -> subprocess.CompletedProcess:
+    done = subprocess.run(_command(probes, processes, overrides), cwd=REPO, env=_env(gpus), capture_output=True,
                           text=True, timeout=TIMEOUT)
     assert done.returncode == expect, done.stderr[-4000:]
     assert "terminate called" not in done.stderr, done.stderr[-4000:]
@@ -100,6 +108,37 @@ def _assert_same_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Ten
     assert float(diff) <= rel * float(torch.cat([v.flatten() for v in want.values()]).norm())
     for k in want:  # and no tensor off on its own (the norm above could hide a small one)
         torch.testing.assert_close(got[k], want[k], rtol=1e-4, atol=1e-5)  # an untrained shard: ~1e-2
+
+
+def test_strategy_settings_refuse_what_cannot_work():
+    cpu = torch.device("cpu")
+    with pytest.raises(ConfigError, match="cpu_offload=true .* on the CPU.*cpu_offload=false"):
+        check_strategy("fsdp", precision="no", cpu_offload=True, device=cpu)
+    with pytest.raises(ConfigError, match="strategy=fsdp with mixed_precision=fp16"):
+        check_strategy("fsdp", precision="fp16", cpu_offload=False, device=torch.device("cuda"))
+    with pytest.raises(ConfigError, match="cpu_offload=true applies to strategy=fsdp only"):
+        check_strategy("ddp", precision="no", cpu_offload=True, device=cpu)
+    check_strategy("fsdp", precision="bf16", cpu_offload=False, device=cpu)
+    with pytest.raises(ConfigError, match="distributed.strategy"):
+        _toy.settings("x", distributed__strategy="zero3")
+
+
+def test_one_process_fsdp_writes_sharded_checkpoints_and_resumes_exactly(tmp_path):
+    """One process: nothing to shard, but the checkpoints are DCP's (so that the run can move to
+    N processes); an interrupted run resumes to the losses and best model of an unbroken one."""
+    stopped = _toy.make_trainer(tmp_path / "run", callbacks=[_toy.StopAt(5)], distributed__strategy="fsdp")
+    with pytest.raises(TrainingInterrupted, match="at step 5/12"):
+        stopped.train()
+    ckpt = tmp_path / "run" / "checkpoints" / "step-00000005"
+    assert (ckpt / "sharded" / ".metadata").is_file() and not (ckpt / "model.safetensors").exists()
+    resumed = _toy.make_trainer(tmp_path / "run", distributed__strategy="fsdp").train()
+    unbroken = _toy.make_trainer(tmp_path / "ref").train()  # ddp, the old format
+    assert resumed.best_step == unbroken.best_step
+    assert _toy.losses(tmp_path / "run") == pytest.approx(_toy.losses(tmp_path / "ref"), rel=1e-6, abs=0)
+    got, want = (load_file(str(r.model_dir / "model.safetensors")) for r in (resumed, unbroken))
+    _assert_same_weights(got, want, rel=1e-6)  # the best checkpoint's weights, loaded from DCP shards
+    with pytest.raises(ConfigError, match="written by train.distributed.strategy=ddp .* strategy=fsdp"):
+        _toy.make_trainer(tmp_path / "ref", distributed__strategy="fsdp", max_steps=20).train()
 
 
 _REFERENCE: dict[str, Path] = {}
@@ -257,3 +296,18 @@ def test_two_nodes_on_localhost_train_like_one_process(tmp_path, reference, stra
     assert summary["processes"] == 2 and summary["status"] == "finished"
     assert _losses(out) == pytest.approx(_losses(reference("dynamic")), rel=1e-6, abs=0)
     _assert_same_weights(_weights(out), _weights(reference("dynamic")), rel=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_fsdp_on_two_gpus_trains_like_one(tmp_path):
+    """The same comparison over NCCL, one process per GPU, bf16 policy against fp32 on one GPU."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    _run(tmp_path / "p1", 1, _overrides(one, "length_grouped"), gpus=True)
+    _run(tmp_path / "p2", 2, _overrides(two, "length_grouped", "train.distributed.strategy=fsdp"), gpus=True)
+    assert _losses(two) == pytest.approx(_losses(one), rel=1e-5, abs=0)
+    _assert_same_weights(_weights(two), _weights(one), rel=1e-5)
+    bf16 = tmp_path / "bf16"
+    _run(tmp_path / "p3", 2, _overrides(bf16, "length_grouped", "train.distributed.strategy=fsdp",
+                                         "train.mixed_precision=bf16"), gpus=True)
+    assert _losses(bf16) == pytest.approx(_losses(one), rel=1e-3, abs=0)
