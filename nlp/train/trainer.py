@@ -595,9 +595,8 @@ class Trainer:
         acc = self.accelerator
         self._model = acc.unwrap_model(self._model)
         acc.free_memory()
-        self.optimizer = self._bare_optimizer()
-        if is_sharded(self._model):
-            self.optimizer.state.clear()
+        if is_sharded(self._model):  # AdamW's state: DTensor shards on the group's mesh
+            self._bare_optimizer().state.clear()
         self._mesh = None
         gc.collect()
         acc.wait_for_everyone()

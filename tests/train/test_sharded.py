@@ -157,7 +157,8 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("batching, extra", [
-    ("dynamic", ()),
+    # an evaluation (and a sharded checkpoint, rotated) after every step, between training steps
+    ("dynamic", ("train.eval.every_steps=1", "train.checkpoint.load_best_at_end=false")),
     ("length_grouped", ("train.gradient_checkpointing=true", "train.distributed.reshard_after_forward=false")),
     ("packed", ()),
 ])
