@@ -141,34 +141,44 @@ def test_one_process_fsdp_writes_sharded_checkpoints_and_resumes_exactly(tmp_pat
         _toy.make_trainer(tmp_path / "ref", distributed__strategy="fsdp", max_steps=20).train()
 
 
-_REFERENCE: dict[str, Path] = {}
+_REFERENCE: dict[tuple[str, ...], Path] = {}
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """One process's run per batching (plain: nothing to shard), run once per module."""
-    def get(batching: str) -> Path:
-        if batching not in _REFERENCE:
+    """One process's run (plain: nothing to shard) per batching and settings, run once per module."""
+    def get(batching: str, *extra: str) -> Path:
+        key = (batching, *extra)
+        if key not in _REFERENCE:
             out = tmp_path_factory.mktemp(f"one-{batching}") / "run"
-            _run(out.parent / "probes", 1, _overrides(out, batching))
-            _REFERENCE[batching] = out
-        return _REFERENCE[batching]
+            _run(out.parent / "probes", 1, _overrides(out, batching, *extra))
+            _REFERENCE[key] = out
+        return _REFERENCE[key]
     return get
 
 
-@pytest.mark.parametrize("batching, extra", [
+def _grad_norms(out: Path) -> dict[int, float]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {r["step"]: r["grad_norm"] for r in rows if r["type"] == "train"}
+
+
+@pytest.mark.parametrize("batching, same, extra", [
     # an evaluation (and a sharded checkpoint, rotated) after every step, between training steps
-    ("dynamic", ("train.eval.every_steps=1", "train.checkpoint.load_best_at_end=false")),
-    ("length_grouped", ("train.gradient_checkpointing=true", "train.distributed.reshard_after_forward=false")),
-    ("packed", ()),
+    ("dynamic", (), ("train.eval.every_steps=1", "train.checkpoint.load_best_at_end=false")),
+    ("length_grouped", (), ("train.gradient_checkpointing=true", "train.distributed.reshard_after_forward=false")),
+    # accumulation over 2 micro-batches; clipped at 0.05 by the global norm (2 of the 4 steps here)
+    ("packed", ("train.grad_accum_steps=2", "train.optim.max_grad_norm=0.05"), ()),
 ])
-def test_fsdp_on_two_processes_trains_like_one(tmp_path, reference, batching, extra):
+def test_fsdp_on_two_processes_trains_like_one(tmp_path, reference, batching, same, extra):
+    """`same`: settings of both runs; `extra`: of the sharded run only (they change no number)."""
     out = tmp_path / "fsdp"
-    _run(tmp_path / "probes", 2, _overrides(out, batching, "train.distributed.strategy=fsdp", *extra))
-    one = reference(batching)
+    _run(tmp_path / "probes", 2, _overrides(out, batching, *same, "train.distributed.strategy=fsdp", *extra))
+    one = reference(batching, *same)
     want, got = _losses(one), _losses(out)
     assert sorted(got) == [1, 2, 3, 4] and len(set(want.values())) > 1  # the model did train
     assert got == pytest.approx(want, rel=1e-6, abs=0)
+    # clipping saw the global norm, over both processes' shards
+    assert _grad_norms(out) == pytest.approx(_grad_norms(one), rel=1e-5, abs=0)
     _assert_same_weights(_weights(out), _weights(one), rel=1e-6)
 
     for rank in (0, 1):  # every parameter was a shard, half of it on each process
