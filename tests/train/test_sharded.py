@@ -194,6 +194,9 @@ def test_fsdp_on_two_processes_trains_like_one(tmp_path, reference, batching, sa
     results, want_results = (json.loads((d / "results.json").read_text()) for d in (out, one))
     for role in ("dev", "test"):  # scored by the sharded model (dev: uneven shares)
         assert results[role] == pytest.approx(want_results[role], rel=1e-5)
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.AutoModelForSequenceClassification.from_pretrained(out / "model")  # gathered on rank 0
+    torch.testing.assert_close(hf.classifier.weight.detach(), _weights(one)["classifier.weight"], rtol=1e-4, atol=1e-5)
     assert (out / "checkpoints" / "step-00000004" / "sharded" / ".metadata").is_file()
     assert not (out / "checkpoints" / "step-00000004" / "model.safetensors").exists()
 
