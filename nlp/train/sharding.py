@@ -26,7 +26,6 @@ processes in either direction.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Iterable
 
 import torch
@@ -36,9 +35,6 @@ from nlp._common import ConfigError
 
 __all__ = ["fsdp_available", "check_strategy", "shard_model", "sharding_units", "is_sharded",
            "local_tensor", "clip_grad_norm", "full_model_state", "memory_per_process"]
-
-logger = logging.getLogger(__name__)
-
 
 def fsdp_available() -> bool:
     """True when this torch has FSDP2 (`torch.distributed.fsdp.fully_shard`, torch >= 2.6)."""
