@@ -21,6 +21,7 @@ __all__ = [
     "HubError",
     "did_you_mean",
     "atomic_write",
+    "current_umask",
     "sha256_file",
 ]
 
@@ -69,12 +70,28 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterato
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~current_umask())  # as open() would: mkstemp's 0600 hides it
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (os.umask can only set it, and setting it
+    back and forth would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc: the one way there is
+    os.umask(mask)
+    return mask
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -61,7 +61,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "fp32, bf16, fp16 (CUDA)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: cuda when available)")
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout,
-                   help=f"seconds SIGTERM waits for requests in flight (default {d.drain_timeout:g})")
+                   help=f"seconds SIGTERM waits for requests in flight (default {d.drain_timeout:g}); what has not "
+                        "run by then is answered 503 with Retry-After")
+    p.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
+                   help=f"request line and headers before answering 431 (default {d.max_header_bytes})")
+    p.add_argument("--header-timeout", type=float, default=d.header_timeout,
+                   help=f"seconds a connection may take to send a request head (default {d.header_timeout:g}); "
+                        "idle connections are closed after it")
+    p.add_argument("--body-timeout", type=float, default=d.body_timeout,
+                   help=f"seconds to receive a whole request body before answering 408 (default {d.body_timeout:g})")
     p.set_defaults(func=run)
 
 
@@ -78,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
                          max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
                          max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
                          max_inputs=args.max_inputs, max_text_chars=args.max_text_chars, token=args.token,
-                         drain_timeout=args.drain_timeout)
-    task = check_servable(config.model, task=config.task)  # user errors now, before the server starts
+                         drain_timeout=args.drain_timeout, max_header_bytes=args.max_header_bytes,
+                         header_timeout=args.header_timeout, body_timeout=args.body_timeout)
+    # user errors now, before the server listens: a damaged export, a precision it cannot run
+    task = check_servable(config.model, task=config.task, precision=config.precision, device=config.device)
     print(f"serving {config.model} ({task}) on http://{config.host}:{config.port} "
           f"(workers {config.workers}); SIGTERM or Ctrl-C drains and stops", file=sys.stderr)
     run_server(config)

@@ -11,6 +11,12 @@ the token budget through `run_batch` at once. The budget counts padded tokens: j
 times the longest window, since a batch is padded to its longest row. A job that alone exceeds
 the budget runs alone. Each job's future gets its own share of the results; when a batch
 fails, its jobs are retried one at a time so that one bad request fails alone.
+
+Stopping (a server's drain): `begin_stop(cutoff)` refuses new jobs and keeps running queued
+ones until the monotonic time `cutoff`; then every job not answered yet fails with
+ShuttingDown (a 503 with Retry-After), and a batch that `run_batch` abandons by raising
+ShuttingDown (between its forward passes) is not retried. So the worker is idle by the cutoff,
+however long the backlog, and the process can exit while no native code runs in that thread.
 """
 
 from __future__ import annotations
@@ -24,13 +30,17 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BatchStats", "DynamicBatcher", "Job", "QueueFull"]
+__all__ = ["BatchStats", "DynamicBatcher", "Job", "QueueFull", "ShuttingDown"]
 
 logger = logging.getLogger(__name__)
 
 
 class QueueFull(Exception):
     """The queue holds `max_queue` inputs already: answer 429, retry later."""
+
+
+class ShuttingDown(Exception):
+    """The batcher is stopping and will not (or no longer) run this job: answer 503, retry elsewhere."""
 
 
 @dataclass
@@ -83,6 +93,7 @@ class DynamicBatcher:
         self._depth = 0  # inputs waiting or running
         self._cond = threading.Condition()
         self._stopping = False
+        self._cutoff = float("inf")  # monotonic time after which no job runs (begin_stop)
         self._thread: threading.Thread | None = None
 
     @property
@@ -98,7 +109,7 @@ class DynamicBatcher:
         n = len(job.items)
         with self._cond:
             if self._stopping:
-                raise QueueFull("the server is shutting down")
+                raise ShuttingDown("the server is shutting down")
             if self._depth + n > self.max_queue:
                 raise QueueFull(f"{self._depth} inputs queued; the queue holds {self.max_queue} (--max-queue)")
             self._depth += n
@@ -106,13 +117,27 @@ class DynamicBatcher:
             self._cond.notify()
         return job.future
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Refuse new jobs, finish those already queued, then end the worker thread."""
+    def begin_stop(self, cutoff: float | None = None) -> None:
+        """Refuse new jobs; run those queued until the monotonic time `cutoff` (default: all of
+        them), then fail the rest with ShuttingDown (see the module docstring)."""
         with self._cond:
             self._stopping = True
+            if cutoff is not None:
+                self._cutoff = min(self._cutoff, cutoff)
             self._cond.notify()
+
+    def past_cutoff(self) -> bool:
+        """True once a stop's cutoff has passed: a running batch should be abandoned."""
+        return time.monotonic() >= self._cutoff
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Refuse new jobs, finish those already queued (within a cutoff set by begin_stop), then
+        end the worker thread; waits at most `timeout` seconds. True when the worker ended."""
+        self.begin_stop()
         if self._thread is not None:
             self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     # ---------------------------------------------------------------- worker thread
 
@@ -138,6 +163,8 @@ class DynamicBatcher:
     def _next_batch(self) -> list[Job] | None:
         """The next batch; None when stopping; [] when the queue went idle after work."""
         with self._cond:
+            if self._stopping and self.past_cutoff():
+                self._fail_pending()
             while not self._pending:
                 if self._stopping:
                     return None
@@ -156,6 +183,16 @@ class DynamicBatcher:
             for job in jobs:
                 self._pending.remove(job)
             return jobs
+
+    def _fail_pending(self) -> None:
+        """Fail every queued job with ShuttingDown. Caller holds the lock."""
+        jobs = list(self._pending)
+        self._pending.clear()
+        for job in jobs:
+            self._depth -= len(job.items)
+            if job.future.set_running_or_notify_cancel():
+                job.future.set_exception(ShuttingDown("the server is shutting down; its drain timeout passed "
+                                                      "before this request could run"))
 
     def _loop(self) -> None:
         while (jobs := self._next_batch()) is not None:
@@ -179,8 +216,9 @@ class DynamicBatcher:
             if len(results) != len(jobs):
                 raise RuntimeError(f"run_batch returned {len(results)} results for {len(jobs)} jobs")
         except Exception as err:  # noqa: BLE001 - isolate the job that failed
-            if len(jobs) == 1:
-                self._finish(jobs[0], error=err)
+            if len(jobs) == 1 or isinstance(err, ShuttingDown):  # abandoned by a drain: no retries
+                for job in jobs:
+                    self._finish(job, error=err)
             else:
                 logger.debug("a batch of %d requests failed (%s); running them one by one", len(jobs), err)
                 for job in jobs:

@@ -20,7 +20,7 @@ from typing import Any
 from nlp._common import ConfigError, DataError, atomic_write, sha256_file
 
 __all__ = ["MANIFEST_NAME", "FORMAT", "FORMAT_VERSION", "is_export_dir", "read_manifest",
-           "file_digests", "write_manifest", "verify_files"]
+           "file_digests", "write_manifest", "verify_files", "unlisted_files"]
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "nlp-export"
@@ -28,12 +28,10 @@ FORMAT_VERSION = 1
 
 
 def file_digests(directory: Path) -> dict[str, dict[str, Any]]:
-    """{relative path: {"sha256", "bytes"}} of every file under `directory` but the manifest."""
-    out = {}
-    for p in sorted(directory.rglob("*")):
-        if p.is_file() and p.name != MANIFEST_NAME:
-            out[p.relative_to(directory).as_posix()] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
-    return out
+    """{relative path: {"sha256", "bytes"}} of every file under `directory` but the manifest
+    (and hidden ones: temp files)."""
+    return {name: {"sha256": sha256_file(directory / name), "bytes": (directory / name).stat().st_size}
+            for name in file_names(directory)}
 
 
 def is_export_dir(path: str | Path) -> bool:
@@ -56,8 +54,9 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
                           "(write one with `nlp export RUN_OR_MODEL --out DIR`)")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(f"{path}: not a JSON manifest ({err}); export the model again") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise DataError(f"{path}: not a JSON manifest ({type(err).__name__}: {err}); the directory is damaged: "
+                        "export the model again with `nlp export RUN_OR_MODEL --out DIR`") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DataError(f"{path}: not an {FORMAT} manifest (format: "
                         f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
@@ -67,7 +66,61 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     for key in ("task", "model", "inputs", "outputs", "files"):
         if key not in manifest:
             raise DataError(f"{path}: the manifest has no {key!r}; export the model again")
+    _check_entries(path, manifest)
     return manifest
+
+
+def _check_entries(path: Path, manifest: dict[str, Any]) -> None:
+    """DataError unless `files` maps relative paths inside the directory to {"sha256", "bytes"},
+    and the model (and CRF) file the loader opens is one of them."""
+    files = manifest["files"]
+    if not isinstance(files, dict) or not files:
+        raise DataError(f"{path}: \"files\" must map each file of the export to its sha256 and size, got "
+                        f"{_kind(files)}; export the model again")
+    for name, entry in files.items():
+        _inside(path, name, "a \"files\" entry")
+        if (not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)
+                or isinstance(entry.get("bytes"), bool) or not isinstance(entry.get("bytes"), int)):
+            raise DataError(f"{path}: the entry of {name!r} must be {{\"sha256\": \"...\", \"bytes\": N}}, got "
+                            f"{_kind(entry)}; export the model again")
+    for key in ("model", "crf"):
+        value = manifest.get(key)
+        if key == "crf" and value is None:
+            continue
+        _inside(path, value, f"\"{key}\"")
+        if value not in files:
+            raise DataError(f"{path}: \"{key}\" is {value!r}, which \"files\" does not list, so it cannot be "
+                            "checked; export the model again")
+
+
+def _inside(path: Path, name: Any, what: str) -> None:
+    """DataError unless `name` is a plain relative path inside the export directory."""
+    parts = Path(name).parts if isinstance(name, str) and name else ()
+    if not parts or Path(name).is_absolute() or ".." in parts or "\\" in name:
+        raise DataError(f"{path}: {what} names {name!r}, which is not a file inside the export directory "
+                        "(a relative path without '..'); an export reads only its own files: export the model "
+                        "again")
+
+
+def _kind(value: Any) -> str:
+    text = json.dumps(value)[:60] if isinstance(value, (dict, list, str, int, float, bool, type(None))) else repr(value)
+    return f"a JSON {type(value).__name__} ({text})"
+
+
+def unlisted_files(directory: Path, manifest: dict[str, Any]) -> list[str]:
+    """Files under `directory` (not hidden, not the manifest) that the manifest does not list."""
+    listed = set(manifest["files"])
+    return [name for name in file_names(directory) if name not in listed]
+
+
+def file_names(directory: Path) -> list[str]:
+    """Relative paths of the files under `directory` an export owns: all but hidden ones and the manifest."""
+    out = []
+    for p in sorted(directory.rglob("*")):
+        rel = p.relative_to(directory)
+        if p.is_file() and p.name != MANIFEST_NAME and not any(part.startswith(".") for part in rel.parts):
+            out.append(rel.as_posix())
+    return out
 
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -83,8 +136,17 @@ def verify_files(directory: str | Path, manifest: dict[str, Any] | None = None) 
     """DataError naming the first file that is missing or whose sha256 differs from the manifest."""
     directory = Path(directory).expanduser()
     manifest = manifest or read_manifest(directory)
+    extra = unlisted_files(directory, manifest)
+    if extra:
+        raise DataError(f"{directory / extra[0]}: in the export directory but not in its {MANIFEST_NAME}, so it "
+                        f"would be read unchecked ({len(extra)} such file(s): {', '.join(extra[:5])}); remove "
+                        "what does not belong there, or export the model again")
+    root = directory.resolve()
     for name, entry in manifest["files"].items():
         p = directory / name
+        if p.exists() and root not in p.resolve().parents:
+            raise DataError(f"{p}: a link to {p.resolve()}, outside the export directory; an export reads only its "
+                            "own files: copy the file in and export again")
         if not p.is_file():
             raise DataError(f"{p}: listed in {MANIFEST_NAME} but missing; copy the whole export directory")
         digest = sha256_file(p)

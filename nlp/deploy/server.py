@@ -43,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nlp._common import DataError
-from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull
+from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull, ShuttingDown
 from nlp.deploy.heap import HeapTrimmer
 from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
 from nlp.deploy.server_config import ServeConfig
@@ -59,11 +59,32 @@ CONFIG_ENV = "NLP_SERVE_CONFIG"  # how `--workers N` hands the settings to each 
 _ROUTES = ("/predict", "/health", "/info", "/metrics", "/openapi.json")  # and the task's own POST routes
 _PROTECTED = ("/predict", "/info", "/metrics")  # /health and /openapi.json stay open for probes
 CPU_PASSES_PER_BATCH = 4  # a batch's windows, sorted by length, run as passes of a quarter of the budget
+# a drain stops running batches this long before --drain-timeout ends (at most a quarter of it),
+# so that the pass running then finishes and every request is answered before the deadline
+DRAIN_MARGIN_S = 1.0
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": HTTPStatus(status).phrase, "message": message}, status_code=status,
                         headers=headers)
+
+
+class _StoppableBackend:
+    """The served pipeline's backend, with a check before each forward pass: once a drain's
+    cutoff has passed, the running batch is abandoned (ShuttingDown) between two passes, so the
+    batch worker is idle, and no native code runs in it, when the process exits."""
+
+    def __init__(self, backend: Any, past_cutoff: Callable[[], bool]) -> None:
+        self._backend = backend
+        self._past_cutoff = past_cutoff
+
+    def __getattr__(self, name: str) -> Any:  # config, crf, ...: the backend's own
+        return getattr(self._backend, name)
+
+    def __call__(self, batch: Any) -> Any:
+        if self._past_cutoff():
+            raise ShuttingDown("the server is shutting down; its drain timeout passed while this request ran")
+        return self._backend(batch)
 
 
 class _ModelServer:
@@ -80,6 +101,7 @@ class _ModelServer:
         self.heap = HeapTrimmer(every_s=2.0)
         self.load_error: str | None = None
         self.stopping = False
+        self.drain_deadline: float | None = None  # monotonic time the drain must end by
         from nlp import __version__
 
         self.version = __version__
@@ -96,10 +118,13 @@ class _ModelServer:
                                      max_batch_requests=self.config.max_batch_requests, on_batch=self._on_batch,
                                      on_idle=self.heap.trim)
             batcher.start()
+            served.pipeline.backend = _StoppableBackend(served.pipeline.backend, batcher.past_cutoff)
             self.batcher = batcher
+            if self.stopping:  # SIGTERM came during loading
+                batcher.begin_stop(self._cutoff())
             self.served = served
             logger.info("model ready: %s (%s, %s %s)", served.model, served.task, served.backend, served.precision)
-        except Exception as err:  # noqa: BLE001 - /health reports it
+        except Exception as err:  # noqa: BLE001 - /info reports it; /health says that it failed
             self.load_error = f"{type(err).__name__}: {err}"
             logger.error("could not load the model: %s", self.load_error)
 
@@ -134,6 +159,8 @@ class _ModelServer:
         # runs the batch in one pass, as budget-sized chunks when one request alone is larger.
         passes = CPU_PASSES_PER_BATCH if served.device == "cpu" else 1
         served.pipeline.batch_size = max(1, min(rows, self.config.max_batch_tokens // passes // longest))
+        if not served.rows_independent:  # dynamic int8: one activation scale per pass, so one row a pass
+            served.pipeline.batch_size = 1
         with served.autocast():
             outputs = routes_for(served.task)[path].run(served, items, key)
         return split_outputs(outputs, [len(job.items) for job in jobs])
@@ -166,10 +193,43 @@ class _ModelServer:
         if self.stopping:
             return _error(503, "the server is shutting down", headers={"Retry-After": "1"})
         if self.served is None:
-            if self.load_error:
-                return _error(503, f"the model failed to load: {self.load_error}")
+            if self.load_error:  # the details (paths, digests) go to the log and the token-guarded /info
+                return _error(503, "the model failed to load; the server's log (and /info) say why. Fix the "
+                                   "model and restart the server")
             return _error(503, "the model is loading; retry shortly", headers={"Retry-After": "1"})
         return None
+
+    # ------------------------------------------------------------ draining
+
+    def _cutoff(self) -> float:
+        """When running batches stop: DRAIN_MARGIN_S (at most a quarter of it) before the deadline."""
+        assert self.drain_deadline is not None
+        return self.drain_deadline - min(DRAIN_MARGIN_S, self.config.drain_timeout / 4)
+
+    def begin_drain(self) -> None:
+        """SIGTERM: refuse new requests (503), run the queued ones until shortly before
+        --drain-timeout ends, answer the rest 503 with Retry-After. Idempotent."""
+        if self.drain_deadline is None:
+            self.drain_deadline = time.monotonic() + self.config.drain_timeout
+        self.stopping = True
+        if self.batcher is not None:
+            self.batcher.begin_stop(self._cutoff())
+
+    def _chain_signals(self) -> None:
+        """Start the drain when SIGTERM / SIGINT arrive, before uvicorn's own handler (installed
+        when it started serving; it stops accepting and waits for the requests in flight)."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # an in-thread server (tests): its owner calls begin_drain
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+            if not callable(previous):
+                continue
+
+            def handler(signum: int, frame: Any, previous: Callable = previous) -> None:
+                self.begin_drain()
+                previous(signum, frame)
+
+            signal.signal(sig, handler)
 
     # ------------------------------------------------------------ routes
 
@@ -188,16 +248,53 @@ class _ModelServer:
         def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
             return JSONResponse(adapter.error_body(status, message), status_code=status, headers=headers)
 
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > self.config.max_body_bytes:
-                return error(413, f"the request body is over {self.config.max_body_bytes} bytes; send fewer "
-                                  "or shorter inputs per request")
+        body = await self._read_body(request, error)
+        if isinstance(body, Response):
+            return body
         try:
-            payload = json.loads(bytes(body))
+            payload = json.loads(body)
         except ValueError as err:  # JSONDecodeError, or bytes that are not UTF-8
             return error(422, f"the body is not valid JSON: {err}. Send {{\"inputs\": ..., \"parameters\": {{...}}}}")
+        except RecursionError:
+            return error(422, _NESTED_TOO_DEEPLY)
+        try:
+            return await self._answer(payload, served, batcher, adapter, path, error)
+        except RecursionError:  # a structure nested just under the parser's limit, met by a check
+            return error(422, _NESTED_TOO_DEEPLY)
+
+    async def _read_body(self, request: Request, error: Callable[..., Response]) -> bytes | Response:
+        """The body, or the error to answer: 413 past max_body_bytes (from Content-Length before
+        reading), 408 when it is not all there within body_timeout, 503 when a drain begins."""
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return error(413, f"the request body ({declared} bytes) is over {limit} bytes; send fewer or shorter "
+                               "inputs per request", headers={"Connection": "close"})
+        body = bytearray()
+        deadline = time.monotonic() + self.config.body_timeout
+        while True:
+            left = deadline - time.monotonic()
+            if self.stopping:
+                return error(503, "the server is shutting down", headers={"Retry-After": "1", "Connection": "close"})
+            if left <= 0:
+                return error(408, f"the request body did not arrive within {self.config.body_timeout:g} s "
+                                   f"(--body-timeout; {len(body)} bytes came); send it at once",
+                              headers={"Connection": "close"})
+            try:  # in slices, to notice a drain; cancelling uvicorn's receive() loses nothing
+                message = await asyncio.wait_for(request.receive(), min(left, 0.25))
+            except asyncio.TimeoutError:
+                continue
+            if message["type"] == "http.disconnect":
+                return Response(status_code=499)  # nobody is listening any more; never sent
+            body += message.get("body", b"")
+            if len(body) > limit:
+                return error(413, f"the request body is over {limit} bytes; send fewer or shorter inputs per "
+                                   "request", headers={"Connection": "close"})
+            if not message.get("more_body", False):
+                return bytes(body)
+
+    async def _answer(self, payload: Any, served: ServingModel, batcher: DynamicBatcher, adapter: Any, path: str,
+                      error: Callable[..., Response]) -> Response:
         if not isinstance(payload, dict):
             return error(422, "the body must be a JSON object {\"inputs\": ..., \"parameters\": {...}}, "
                               f"got a JSON {type(payload).__name__}")
@@ -211,8 +308,12 @@ class _ModelServer:
         except QueueFull as err:
             return error(429, f"the server is busy ({err}); retry after the Retry-After seconds",
                          headers={"Retry-After": str(self._retry_after())})
+        except ShuttingDown as err:
+            return error(503, str(err), headers={"Retry-After": "1"})
         try:
             outputs = await asyncio.wrap_future(future)
+        except ShuttingDown as err:
+            return error(503, f"{err}; retry on another instance", headers={"Retry-After": "1"})
         except DataError as err:
             return error(422, str(err))
         except Exception as err:  # noqa: BLE001 - a JSON 500, never a traceback to the client
@@ -240,6 +341,7 @@ class _ModelServer:
         s, c = self.served, self.config
         return JSONResponse({
             "status": "ok" if s is not None else ("error" if self.load_error else "loading"),
+            **({"error": self.load_error} if self.load_error else {}),
             "task": s.task if s else None, "labels": s.labels if s else None,
             "model": s.model if s else c.model, "backend": s.backend if s else None,
             "precision": s.precision if s else None, "device": s.device if s else None,
@@ -259,9 +361,10 @@ class _ModelServer:
 
     async def openapi(self, request: Request) -> Response:
         task = self.served.task if self.served else _task_of(self.config)
-        if task is None:
-            return _error(503, f"the model failed to load: {self.load_error}" if self.load_error
-                          else "the model is loading; retry shortly", headers={"Retry-After": "1"})
+        if task is None:  # /openapi.json needs no token: the load error's details stay in the log and /info
+            refused = self.not_ready()
+            return refused if refused is not None else _error(503, "the model is loading; retry shortly",
+                                                              headers={"Retry-After": "1"})
         return JSONResponse(openapi_document(task, version=self.version, auth=self.token is not None))
 
     # ------------------------------------------------------------ errors and lifecycle
@@ -283,12 +386,16 @@ class _ModelServer:
     async def lifespan(self, app: Starlette):
         # a daemon thread, not the loop's executor: a shutdown during loading must not wait for it
         threading.Thread(target=self.load, name="nlp-serve-load", daemon=True).start()
+        self._chain_signals()
         try:
             yield
         finally:
-            self.stopping = True
+            self.begin_drain()  # no-op after SIGTERM; else (an embedding server's exit) it starts now
             if self.batcher is not None:
-                await asyncio.to_thread(self.batcher.stop, self.config.drain_timeout)
+                assert self.drain_deadline is not None
+                left = max(0.0, self.drain_deadline - time.monotonic())
+                if not await asyncio.to_thread(self.batcher.stop, left):
+                    logger.warning("the batch worker was still in a forward pass at the drain deadline")
             logger.info("drained; stopped")
 
 
@@ -331,6 +438,10 @@ def _task_of(config: ServeConfig) -> str | None:
         return None
 
 
+_NESTED_TOO_DEEPLY = ("the body nests arrays or objects too deeply; send {\"inputs\": ..., \"parameters\": {...}} "
+                      "with texts (or question/context objects) in at most one list")
+
+
 def _default_loader(config: ServeConfig) -> ServingModel:
     return load_pipeline_for_serving(config.model, task=config.task, precision=config.precision, device=config.device)
 
@@ -362,6 +473,10 @@ def app_from_environment() -> Starlette:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     raw = json.loads(os.environ[CONFIG_ENV])
     config = ServeConfig(**{f.name: raw[f.name] for f in fields(ServeConfig) if f.name in raw})
+    from nlp.deploy.server_http import configure_default
+
+    # this process's protocol is LimitedHttpProtocol itself (run_server): give it the limits
+    configure_default(config.max_header_bytes, config.max_headers, config.header_timeout)
     import torch
 
     # N processes share the cores: each gets its share of intra-op threads
@@ -370,16 +485,27 @@ def app_from_environment() -> Starlette:
     return create_app(config)
 
 
+def uvicorn_settings(config: ServeConfig) -> dict[str, Any]:
+    """uvicorn.Config keywords for `config`: the limited protocol (nlp/deploy/server_http.py), no
+    websockets, and a graceful-shutdown timeout that the drain finishes within."""
+    from nlp.deploy.server_http import protocol_for
+
+    return dict(host=config.host, port=config.port, timeout_graceful_shutdown=config.drain_timeout,
+                log_level="info", access_log=False, lifespan="on", ws="none",
+                http=protocol_for(config.max_header_bytes, config.max_headers, config.header_timeout))
+
+
 def run_server(config: ServeConfig) -> None:
     """Serve until SIGTERM / SIGINT; they stop accepting, drain requests in flight (at most
     `drain_timeout` seconds), then return, so the process exits 0."""
     import uvicorn
 
-    common = dict(host=config.host, port=config.port, timeout_graceful_shutdown=config.drain_timeout,
-                  log_level="info", access_log=False, lifespan="on")
+    common = uvicorn_settings(config)
     if config.workers > 1:
         os.environ[CONFIG_ENV] = json.dumps(asdict(config))
-        # the supervisor forwards SIGTERM to the workers, each drains its own requests
+        # the supervisor forwards SIGTERM to the workers, each drains its own requests; the protocol
+        # goes by its import path to the spawned workers, which set its limits (app_from_environment)
+        common["http"] = "nlp.deploy.server_http:LimitedHttpProtocol"
         uvicorn.run("nlp.deploy.server:app_from_environment", factory=True, workers=config.workers, **common)
         return
     server = uvicorn.Server(uvicorn.Config(create_app(config), **common))

@@ -30,12 +30,18 @@ class ServeConfig:
     max_text_chars: int = 100_000    # characters per text before 413
     token: str | None = None         # bearer token for /predict, /info, /metrics; None = open
     drain_timeout: float = 30.0      # seconds SIGTERM waits for requests in flight
+    # the protocol layer (nlp/deploy/server_http.py): what one connection may hold or take
+    max_header_bytes: int = 32768    # request line + headers before 431 (414 for the URL alone past 8 KiB)
+    max_headers: int = 100           # header fields before 431
+    header_timeout: float = 10.0     # seconds from connecting (or the last answer) to a complete request head
+    body_timeout: float = 60.0       # seconds to receive a whole body before 408 (77 MB at 10 Mbit/s: raise it)
 
     def __post_init__(self) -> None:
         for name in ("port",):
             if not 0 <= getattr(self, name) <= 65535:
                 raise ConfigError(f"{name}={getattr(self, name)} is not a TCP port (0-65535)")
-        for name in ("workers", "max_batch_tokens", "max_queue", "max_inputs", "max_text_chars"):
+        for name in ("workers", "max_batch_tokens", "max_queue", "max_inputs", "max_text_chars", "max_header_bytes",
+                     "max_headers"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")
@@ -44,6 +50,10 @@ class ServeConfig:
         if self.max_batch_wait_ms < 0 or self.drain_timeout <= 0:
             raise ConfigError(f"max_batch_wait_ms={self.max_batch_wait_ms} must be >= 0 and "
                               f"drain_timeout={self.drain_timeout} > 0")
+        for name in ("header_timeout", "body_timeout"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ConfigError(f"{name} must be a number of seconds > 0, got {v!r}")
         if self.max_inputs > self.max_queue:
             raise ConfigError(f"max_inputs={self.max_inputs} is larger than max_queue={self.max_queue}: such a "
                               "request could never be queued. Raise --max-queue or lower --max-inputs.")

@@ -53,6 +53,9 @@ class ServingModel:
     precision: str            # "fp32", "bf16", "fp16" (torch autocast) or the export's ("int8", ...)
     device: str
     max_length: int           # tokens per window
+    # False where a row's outputs depend on the other rows of its forward pass: dynamic int8
+    # quantizes the activations with one scale per batch, so the server then runs rows one by one
+    rows_independent: bool = True
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The context each forward runs in (thread-local: enter it in the thread that runs)."""
@@ -149,9 +152,34 @@ def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
     return where.model_dir, where.spec
 
 
-def check_servable(model_path: str | Path, *, task: str | None = None) -> str:
-    """The task `model_path` would be served as; ConfigError (with the fix) when it cannot be."""
-    return _resolve(model_path, task)[1].name
+def check_servable(model_path: str | Path, *, task: str | None = None, precision: str = "auto",
+                   device: Any = None) -> str:
+    """The task `model_path` would be served as; ConfigError (with the fix) when it cannot be:
+    what `nlp serve` checks before it listens. An export directory's files are checked against
+    its manifest (sha256), and the precision and device against what serves it."""
+    path, spec = _resolve(model_path, task)
+    if is_export_dir(path):
+        _check_export_settings(precision, device)
+        from nlp.deploy.manifest import verify_files
+
+        try:
+            verify_files(path)
+        except (DataError, NlpError) as err:
+            raise ConfigError(str(err)) from None
+    else:
+        resolved = torch.device(device) if device is not None else \
+            torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        serving_precision(precision, resolved)
+    return spec.name
+
+
+def _check_export_settings(precision: str, device: Any) -> None:
+    if device not in (None, "cpu"):
+        raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider; "
+                          "leave --device out, or serve the PyTorch run directory on a GPU")
+    if precision not in ("auto", "fp32"):
+        raise ConfigError(f"precision {precision!r}: an export directory runs in the precision it was exported "
+                          "in; leave --precision out (re-export with `nlp export --quantize int8` for int8)")
 
 
 def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None, precision: str = "auto",
@@ -183,15 +211,13 @@ def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_le
     """An `nlp export` directory on onnxruntime (CPU), in the precision it was exported in."""
     from nlp.deploy.backend import OnnxBackend  # `nlp export`'s onnxruntime backend (checked in _resolve)
 
-    if device not in (None, "cpu"):
-        raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider; "
-                          "leave --device out, or serve the PyTorch run directory on a GPU")
-    if precision not in ("auto", "fp32"):
-        raise ConfigError(f"precision {precision!r}: an export directory runs in the precision it was exported "
-                          "in; leave --precision out (re-export with `nlp export --quantize int8` for int8)")
+    _check_export_settings(precision, device)
     backend = OnnxBackend(path)
     pipe = spec.pipeline(backend, path, max_length=max_length)
-    logger.info("loaded %s (%s) on onnxruntime, precision %s", path, spec.name, backend.precision)
+    dynamic = "dynamic" in str((backend.manifest.get("quantization") or {}).get("method", ""))
+    logger.info("loaded %s (%s) on onnxruntime, precision %s%s", path, spec.name, backend.precision,
+                "; dynamic int8 takes its activation scales per forward pass, so the server runs each "
+                "window in a pass of its own (answers independent of batch mates)" if dynamic else "")
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec), model=str(path),
                         backend="onnxruntime", precision=backend.precision, device="cpu",
-                        max_length=pipe.max_length)
+                        max_length=pipe.max_length, rows_independent=not dynamic)

@@ -25,6 +25,7 @@ vocabularies of this toolkit give at most about one token per character), window
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -64,8 +65,12 @@ class Parsed:
     row_tokens: int
 
 
+_REPR = reprlib.Repr()  # bounded in depth (6 levels): a deeply nested value is shown, not recursed into
+_REPR.maxstring = _REPR.maxother = 40
+
+
 def short(value: Any) -> str:
-    text = repr(value)
+    text = _REPR.repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -97,15 +102,19 @@ def check_text(value: Any, where: str, limits: Limits) -> str:
     return value
 
 
-def int_param(params: dict, name: str, *, minimum: int, allow_none: bool = False) -> None:
+def int_param(params: dict, name: str, *, minimum: int, allow_none: bool = False, maximum: int | None = None,
+              why: str = "") -> None:
+    """422 unless params[name] (when given) is an integer in [minimum, maximum] (or null, when allowed);
+    `why` says where the maximum comes from."""
     if name not in params:
         return
     v = params[name]
     if v is None and allow_none:
         return
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum or (maximum is not None and v > maximum):
         none = " or null" if allow_none else ""
-        raise RequestError(422, f"parameters.{name} must be an integer >= {minimum}{none}, got {short(v)}")
+        bound = f" and <= {maximum}{why}" if maximum is not None else ""
+        raise RequestError(422, f"parameters.{name} must be an integer >= {minimum}{bound}{none}, got {short(v)}")
 
 
 def windows(tokens: int, room: int, stride: int) -> int:

@@ -48,11 +48,12 @@ def running(config, *, loader=None, wait_ready: bool = True, timeout: float = 60
     """Serve `config` with uvicorn in a thread on an ephemeral 127.0.0.1 port; yields the base URL."""
     import uvicorn
 
-    from nlp.deploy.server import create_app
+    from nlp.deploy.server import create_app, uvicorn_settings
 
     app = create_app(config, loader=loader)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                           timeout_graceful_shutdown=10))
+    settings = {**uvicorn_settings(config), "host": "127.0.0.1", "port": 0, "log_level": "warning",
+                "timeout_graceful_shutdown": 10}
+    server = uvicorn.Server(uvicorn.Config(app, **settings))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout

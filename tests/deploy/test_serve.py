@@ -497,7 +497,8 @@ def test_loading_errors(models, tmp_path):
     export = tmp_path / "export"
     export.mkdir()
     manifest = {"format": "nlp-export", "format_version": 1, "task": "text-classification", "model": "model.onnx",
-                "inputs": [], "outputs": [], "files": {}}
+                "inputs": [], "outputs": [], "files": {"model.onnx": {"sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4"
+                                                                             "649b934ca495991b7852b855", "bytes": 0}}}
     (export / "manifest.json").write_text(json.dumps(manifest))
     (export / "model.onnx").write_bytes(b"")
     with pytest.raises(ConfigError, match="export of a text-classification model; it cannot serve as 'ner'"):
@@ -617,6 +618,10 @@ def test_two_worker_processes_serve_and_stop_on_sigterm(models, refs):
             answers[TEXTS[len(answers)]] = r.json()
         for text, got in answers.items():
             _same_labels(got, refs["text-classification"](text))
+        # the workers' protocol has the limits too (it reaches them by its import path)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n")
+            assert s.recv(100).startswith(b"HTTP/1.1 431 ")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
         log = proc.stdout.read()

@@ -9,7 +9,21 @@ from typing import Any
 
 from nlp.tasks.serving import FieldsAdapter, RequestError, int_param, short, windows
 
-__all__ = ["QuestionAnsweringAdapter"]
+__all__ = ["QA_MAX_TOP_K", "QuestionAnsweringAdapter", "qa_parameter_limits"]
+
+# The QA parameters that multiply work or memory, bounded (422 past them). The span search
+# looks at n_best = max(20, top_k) starts x n_best ends in every window, so a top_k of 20 costs
+# nothing over the default; an answer longer than a window cannot be found, so
+# max_answer_length stops at the window (max_length); doc_stride is capped at half a window by
+# the pipeline, so at most twice the windows, which the cost counts.
+QA_MAX_TOP_K = 20
+
+
+def qa_parameter_limits(max_length: int) -> dict[str, tuple[int, str]]:
+    """{parameter: (largest value, why)} for a QA server whose windows are `max_length` tokens."""
+    return {"top_k": (QA_MAX_TOP_K, " (the span search's n-best width)"),
+            "max_answer_length": (max_length, " (tokens in one window of this model)"),
+            "doc_stride": (max_length, " (tokens in one window of this model)")}
 
 _ANSWER = {"type": "object", "properties": {
     "answer": {"type": "string"}, "score": {"type": "number"},
@@ -29,8 +43,8 @@ class QuestionAnsweringAdapter(FieldsAdapter):
     _defaults = {"top_k": 1, "max_answer_length": 30, "handle_impossible_answer": False, "doc_stride": 128}
 
     def check_params(self, params: dict[str, Any], served: Any) -> None:
-        for name in ("top_k", "max_answer_length", "doc_stride"):
-            int_param(params, name, minimum=1)
+        for name, (maximum, why) in qa_parameter_limits(served.max_length).items():
+            int_param(params, name, minimum=1, maximum=maximum, why=why)
         v = params.get("handle_impossible_answer", False)
         if not isinstance(v, bool):
             raise RequestError(422, f"parameters.handle_impossible_answer must be true or false, got {short(v)}")
