@@ -47,8 +47,14 @@ def run(args: argparse.Namespace) -> int:
     from nlp.commands._models import model_or_default
     from nlp.deploy import OnnxBackend, is_export_dir
 
+    from nlp._common import ConfigError
+    from nlp.tasks.registry import get_task
+
     args.model = model_or_default(args.model, args.task)
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
+    if backend is not None and args.task is not None and get_task(args.task).name != backend.task:
+        raise ConfigError(f"{args.model} is an export of a {backend.task} model; it cannot run as {args.task!r}. "
+                          "Leave --task out, or export a model of that task")
     rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k,
                         encoding=args.encoding, backend=backend)
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
@@ -56,6 +62,6 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(args.output, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + ("\n" if lines else ""))
         print(f"wrote {len(lines)} predictions to {args.output}", file=sys.stderr)
-    else:
+    elif lines:  # an empty input file: no output at all
         print("\n".join(lines))
     return 0

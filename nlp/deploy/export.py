@@ -33,7 +33,9 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,17 +45,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlp._common import ConfigError, NlpError
+from nlp._common import ConfigError, DataError, NlpError, current_umask
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
-from nlp.tasks.model_dirs import locate_model
+from nlp.tasks.model_dirs import locate_model, task_of_model
+from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import load_tokenizer
 
 from .backend import DEPLOY_EXTRA, OnnxBackend
 from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
-from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, write_manifest
+from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, is_export_dir, read_manifest, unlisted_files, write_manifest
 from .quantize import QUANTIZE_CHOICES, quantize_int8
 
 __all__ = ["ExportError", "ExportResult", "export_model", "MIN_OPSET", "max_opset",
@@ -245,17 +248,136 @@ def _shapes(spec: TaskSpec, num_labels: int) -> tuple[list[dict], list[dict]]:
     return ins, outs
 
 
+def _check_replaceable(out: Path) -> None:
+    """ConfigError unless `out` is a directory that export wrote: its manifest, and no file the
+    manifest does not list (--force replaces an earlier export, never anyone's other files)."""
+    if not out.is_dir():
+        raise ConfigError(f"--out {str(out)!r} is a file; give a directory path")
+    if not is_export_dir(out):
+        names = sorted(p.name for p in out.iterdir())
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "") or "nothing"
+        raise ConfigError(f"--out {str(out)!r} exists and is not an `nlp export` directory (no valid {MANIFEST_NAME}; "
+                          f"it holds {shown}); --force replaces only an earlier export. Choose another --out, or "
+                          "move that directory away yourself")
+    try:
+        extra = unlisted_files(out, read_manifest(out))
+    except (DataError, NlpError) as err:
+        raise ConfigError(f"--out {str(out)!r}: {err}; --force replaces only an intact earlier export") from None
+    if extra:
+        raise ConfigError(f"--out {str(out)!r} is an earlier export, but it also holds files the export did not "
+                          f"write ({', '.join(extra[:5])}); --force would delete them. Move them out first, "
+                          "or choose another --out")
+
+
 def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
-    """Rename `tmp` to `out`; with `force`, an existing `out` is removed only once `tmp` is in place."""
+    """Rename `tmp` to `out`; with `force`, an existing `out` (checked again: an export) is
+    removed only once `tmp` is in place."""
     if not out.exists():
         os.replace(tmp, out)
         return
     if not force:
         raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
+    _check_replaceable(out)
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    _claim(old)
     os.replace(out, old / out.name)
     os.replace(tmp, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+# A temp directory an export made beside --out holds this file: the pid and host that own it.
+# A later export of the same --out removes those whose process is gone (SIGKILL, a power cut).
+_OWNER_FILE = ".nlp-export-owner"
+
+
+def _claim(tmp: Path) -> None:
+    (tmp / _OWNER_FILE).write_text(f"{os.getpid()} {os.uname().nodename}\n", encoding="ascii")
+
+
+def _remove_stale_temp_dirs(out: Path) -> list[Path]:
+    """Remove `.OUT.tmp-*` / `.OUT.old-*` beside `out` that an export made (the owner file) and
+    whose process on this host is no longer running; returns what was removed."""
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for p in out.parent.glob(f".{out.name}.*-*"):
+        owner = p / _OWNER_FILE
+        if not (p.name.startswith((f".{out.name}.tmp-", f".{out.name}.old-")) and owner.is_file()):
+            continue
+        try:
+            pid_text, host = owner.read_text(encoding="ascii").split()
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if host != os.uname().nodename or _running(pid):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+        logger.info("removed %s, left by an export that did not finish (process %d)", p, pid)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _terminate_raises():
+    """SIGTERM / SIGHUP during the export raise SystemExit (as Ctrl-C raises KeyboardInterrupt),
+    so that the temp directory is removed on every signal that can be caught."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_exit(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, raise_exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _make_temp_dir(out: Path) -> Path:
+    """The temp directory beside `out` (created with its parents), or ConfigError in one line
+    when `out`'s parent cannot be written: checked before any work."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as err:
+        raise ConfigError(f"--out {str(out)!r}: cannot write in {str(out.parent)!r} ({err.strerror or err}); "
+                          "choose a directory you can write to") from None
+    try:
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow DIR; a served export is shared
+        _claim(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+def _check_trained_head(model_dir: Path, task: str | None) -> None:
+    """ConfigError when --task asks for a head other than the one the model was trained with
+    (config.json's architectures): that head's weights would be random."""
+    if task is None:
+        return
+    try:
+        trained = task_of_model(model_dir)
+    except ConfigError:  # the config names no head: the user's --task is all there is to go on
+        return
+    wanted = get_task(task).name
+    if wanted != trained:
+        raise ConfigError(f"--task {task!r}: {model_dir} holds a {trained} model (config.json's architectures); "
+                          f"its {wanted} head was never trained, so the export would answer at random. Leave "
+                          "--task out to export the trained head, or fine-tune a model for that task first")
 
 
 def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize: str | None = None,
@@ -276,75 +398,87 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         raise ConfigError(f"--attention {attention!r}: choose one of {', '.join(ATTENTION_CHOICES)}")
     if out.exists() and not force:
         raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {str(out)!r} is a file; give a directory path")
     where = locate_model(source, task)
     model_dir, kind, spec = where.model_dir, where.kind, where.spec
     if kind == "export":
         raise ConfigError(f"{str(source)!r} is already an export directory; export the run or model directory "
                           f"it came from")
-    if out.resolve() == model_dir.resolve() or out.resolve() in model_dir.resolve().parents:
+    resolved, model_resolved = out.resolve(), model_dir.resolve()
+    if resolved == model_resolved or resolved in model_resolved.parents:
         raise ConfigError(f"--out {str(out)!r} holds the model being exported ({model_dir}); "
                           "give a directory outside it")
+    if model_resolved in resolved.parents:
+        raise ConfigError(f"--out {str(out)!r} lies inside the model directory {model_dir}, which loaders read "
+                          "whole; give a directory outside it (e.g. beside the run)")
+    if out.exists():
+        _check_replaceable(out)
+    _check_trained_head(model_dir, task)
     task = spec.name
+    _remove_stale_temp_dirs(out)
+    with _terminate_raises():
+        tmp = _make_temp_dir(out)  # before any work: an --out that cannot be written fails now
+        try:
+            manifest, check, written_opset, fp32_bytes = _export_into(
+                tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts)
+            model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
+            (tmp / _OWNER_FILE).unlink()
+            _replace_dir(tmp, out, force)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return ExportResult(out=out, task=task, precision=manifest["precision"], opset=written_opset,
+                        source=model_dir, model_bytes=model_bytes, fp32_bytes=fp32_bytes, check=check,
+                        seconds=time.perf_counter() - started, files=manifest["files"])
+
+
+def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: str, task: str, spec: TaskSpec,
+                 quantize: str | None, opset: int | None, attention: str,
+                 texts: list[str] | None) -> tuple[dict[str, Any], dict[str, Any], int, int]:
+    """Write the export into `tmp`: (manifest, check figures, opset written, fp32 model bytes)."""
     model = spec.head.from_pretrained(model_dir).eval()
     tokenizer = load_tokenizer(model_dir)
     max_length = min(tokenizer.model_max_length, model.config.max_position_embeddings, 256)
     batch = check_batch(spec, tokenizer, max_length, texts or check_texts())
     torch_out = TorchBackend(model)(batch)
+    fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
+    written_opset = _write_onnx(model, spec, batch, fp32_path, opset, attention)
+    fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
+    model.config.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    crf_file = None
+    if getattr(model, "crf", None) is not None:
+        from safetensors.numpy import save_file
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would follow DIR; a served export is shared
-    try:
-        fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
-        written_opset = _write_onnx(model, spec, batch, fp32_path, opset, attention)
-        fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
-        model.config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        crf_file = None
-        if getattr(model, "crf", None) is not None:
-            from safetensors.numpy import save_file
-
-            crf_file = "crf.safetensors"
-            save_file(dict(TorchBackend(model).crf or {}), str(tmp / crf_file))
-        recipe = None
-        if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
-            recipe = "recipe.yaml"
-            shutil.copyfile(model_dir.parent / "recipe.yaml", tmp / recipe)
-        ins, outs = _shapes(spec, model.config.num_labels)
-        manifest: dict[str, Any] = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
-            "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs, "crf": crf_file,
-            "quantization": None,
-            "source": {"path": str(Path(source).expanduser().resolve()), "kind": kind, "recipe": recipe},
-            "versions": _versions(),
-        }
-        fp32_check = _check(tmp, manifest, fp32_path.name, batch, torch_out)
-        if fp32_check.max_abs_diff > FP32_TOLERANCE:
-            raise ExportError(f"the exported model's outputs differ from PyTorch's by {fp32_check.max_abs_diff:.2e} "
-                              f"(> {FP32_TOLERANCE:g}) on {fp32_check.texts} check texts; nothing was written")
-        check = {"fp32": fp32_check.as_dict()}
-        if quantize == "int8":
-            info = quantize_int8(fp32_path, tmp / MODEL_FILE)
-            for p in list(tmp.iterdir()):
-                if p.name.startswith(fp32_path.name):
-                    p.unlink()
-            manifest["precision"] = "int8"
-            manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes}
-            check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
-        manifest["check"] = check
-        manifest = write_manifest(tmp, manifest)
-        model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
-        _replace_dir(tmp, out, force)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return ExportResult(out=out, task=task, precision=manifest["precision"], opset=written_opset,
-                        source=model_dir, model_bytes=model_bytes, fp32_bytes=fp32_bytes, check=check,
-                        seconds=time.perf_counter() - started, files=manifest["files"])
+        crf_file = "crf.safetensors"
+        save_file(dict(TorchBackend(model).crf or {}), str(tmp / crf_file))
+    recipe = None
+    if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
+        recipe = "recipe.yaml"
+        shutil.copyfile(model_dir.parent / "recipe.yaml", tmp / recipe)
+    ins, outs = _shapes(spec, model.config.num_labels)
+    manifest: dict[str, Any] = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
+        "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs, "crf": crf_file,
+        "quantization": None,
+        "source": {"path": str(Path(source).expanduser().resolve()), "kind": kind, "recipe": recipe},
+        "versions": _versions(),
+    }
+    fp32_check = _check(tmp, manifest, fp32_path.name, batch, torch_out)
+    if fp32_check.max_abs_diff > FP32_TOLERANCE:
+        raise ExportError(f"the exported model's outputs differ from PyTorch's by {fp32_check.max_abs_diff:.2e} "
+                          f"(> {FP32_TOLERANCE:g}) on {fp32_check.texts} check texts; nothing was written")
+    check = {"fp32": fp32_check.as_dict()}
+    if quantize == "int8":
+        info = quantize_int8(fp32_path, tmp / MODEL_FILE)
+        for p in list(tmp.iterdir()):
+            if p.name.startswith(fp32_path.name):
+                p.unlink()
+        manifest["precision"] = "int8"
+        manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes}
+        check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
+    manifest["check"] = check
+    manifest = write_manifest(tmp, manifest)
+    return manifest, check, written_opset, fp32_bytes
 
 
 def _check(directory: Path, manifest: dict[str, Any], model_file: str, batch: dict[str, np.ndarray],

@@ -35,15 +35,20 @@ def file_digests(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def is_export_dir(path: str | Path) -> bool:
-    """True for a directory that `nlp export` wrote (it holds an nlp-export manifest)."""
+    """True for a directory that `nlp export` wrote: it holds an nlp-export manifest, or a
+    manifest.json that is not JSON at all (a damaged export: its readers then say so, instead of
+    loading the directory as something else)."""
     path = Path(path).expanduser()
     manifest = path / MANIFEST_NAME
     if not manifest.is_file():
         return False
     try:
-        return json.loads(manifest.read_text(encoding="utf-8")).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
+        parsed = json.loads(manifest.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
+        return True
+    except OSError:
         return False
+    return isinstance(parsed, dict) and parsed.get("format") == FORMAT
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
