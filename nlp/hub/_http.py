@@ -14,7 +14,11 @@ and `file://` package data all come through `fetch_url`. The guarantees:
 - completeness: a file is complete when a header says how long it is (Content-Length, the total
   of Content-Range, a chunked body's terminator), when the caller knows its size or sha256, or
   when a second download gives the same bytes; a body that ends with none of these is read again,
-  never taken on trust (a digest recorded from a cut-short body would reject the right file later);
+  never taken on trust (a digest recorded from a cut-short body would reject the right file later).
+  Two identical reads do not tell a server that cuts every body at the same byte from the file,
+  so a file in a format that states its own extent is also checked against it before it becomes
+  visible, whenever no digest vouches for it (`format_problem`: safetensors' header and data
+  offsets, JSON parsed whole, zip's central directory, gzip / bz2 / xz end-of-stream markers);
 - integrity: sha256 (and, when given, the git blob id) is checked before the file gets its final
   name. A mismatch, or a Git LFS pointer where the file should be, deletes the partial file and
   raises `IntegrityError` naming the file, the expected and the actual digest;
@@ -25,9 +29,15 @@ and `file://` package data all come through `fetch_url`. The guarantees:
 
 from __future__ import annotations
 
+import bz2
 import email.utils
+import gzip
 import hashlib
+import json
 import logging
+import lzma
+import struct
+import zipfile
 import os
 import re
 import shutil
@@ -42,7 +52,7 @@ from filelock import FileLock
 from nlp._common import HubError, sha256_file
 
 __all__ = [
-    "DEFAULT_RETRY", "IntegrityError", "RetryPolicy", "copy_verified", "fetch_url", "lfs_pointer",
+    "DEFAULT_RETRY", "IntegrityError", "RetryPolicy", "copy_verified", "fetch_url", "format_problem", "lfs_pointer",
     "retry_after_seconds", "verify_file",
 ]
 
@@ -130,6 +140,46 @@ def lfs_pointer(path: str | os.PathLike) -> tuple[str, int] | None:
     oid = re.search(rb"^oid sha256:([0-9a-f]{64})$", text, re.M)
     size = re.search(rb"^size (\d{1,19})$", text, re.M)
     return (oid.group(1).decode() if oid else "unknown", int(size.group(1)) if size else -1)
+
+
+_STREAMS = {".gz": gzip.open, ".tgz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def format_problem(path: Path, name: str | None = None) -> str | None:
+    """Why the file at `path` is not whole by its own format's account (None: whole, or a format
+    that does not state its extent). `name` (default: the path's) decides the format by suffix."""
+    suffix = Path(name or path.name).suffix.lower()
+    size = path.stat().st_size
+    try:
+        if suffix == ".safetensors":
+            with open(path, "rb") as f:
+                head = f.read(8)
+                if len(head) < 8:
+                    return f"{size} bytes: shorter than a safetensors header"
+                (n,) = struct.unpack("<Q", head)
+                if n > size - 8:
+                    return f"its safetensors header says {n} header bytes; the file has {size} in all"
+                header = json.loads(f.read(n))
+            ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+            expected = 8 + n + max(ends, default=0)
+            if expected != size:
+                return f"its safetensors header describes {expected} bytes; the file has {size}"
+        elif suffix == ".json":
+            with open(path, encoding="utf-8") as f:
+                json.load(f)
+        elif suffix in (".zip", ".whl"):
+            with zipfile.ZipFile(path) as z:  # reads the central directory at the end of the file
+                last = max((i.header_offset + i.compress_size for i in z.infolist()), default=0)
+            if last > size:
+                return f"its zip directory places data up to byte {last}; the file has {size}"
+        elif suffix in _STREAMS:
+            with _STREAMS[suffix](path, "rb") as f:
+                while f.read(_CHUNK):
+                    pass
+    except (ValueError, KeyError, TypeError, IndexError, EOFError, OSError, zipfile.BadZipFile, lzma.LZMAError,
+            struct.error) as err:  # JSON, header fields, compressed streams that end early
+        return f"not a whole {suffix[1:]} file ({type(err).__name__}: {str(err)[:120]})"
+    return None
 
 
 def _known(sha256: str | None) -> bool:
@@ -270,6 +320,14 @@ def fetch_url(
                 incomplete.unlink(missing_ok=True)  # nothing left that a later call would resume
                 _validator_path(incomplete).unlink(missing_ok=True)
                 raise
+            if not (_known(sha256) or git_sha1 or md5) and (problem := format_problem(incomplete, dest.name)):
+                # no digest vouches for it, and its own format says it is cut short (a server may
+                # cut every body at the same byte: two reads would agree)
+                incomplete.unlink(missing_ok=True)
+                _validator_path(incomplete).unlink(missing_ok=True)
+                last_error = HubError(f"{what} is cut short: {problem}; nothing was kept")
+                logger.info("%s; downloading again", last_error)
+                continue
             if not (established or size is not None or _known(sha256) or git_sha1 or md5) and unconfirmed != digest:
                 # the body just ended: complete, or cut short? Only two reads that agree say so.
                 incomplete.unlink(missing_ok=True)

@@ -183,6 +183,43 @@ def test_body_without_length_that_never_repeats_is_refused(flaky, cache, no_slee
     assert not any(p.endswith(("w.bin", ".incomplete")) for p in leftovers(cache))
 
 
+def _whole_files() -> dict[str, bytes]:
+    """One whole file of each format that states its own extent."""
+    import gzip
+    import io
+    import zipfile
+
+    import numpy as np
+    from safetensors.numpy import save
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("train.txt", "好\t1\n" * 5000)
+    return {
+        "w.safetensors": save({"a": np.arange(20_000, dtype=np.float32), "b": np.ones((30, 30), np.float32)}),
+        "config.json": json.dumps({"hidden_size": 312, "names": ["x" * 50] * 400}).encode(),
+        "data.zip": buf.getvalue(),
+        "data.tar.gz": gzip.compress(os.urandom(5_000) * 20),
+    }
+
+
+@pytest.mark.parametrize("filename", ["w.safetensors", "config.json", "data.zip", "data.tar.gz"])
+def test_a_body_cut_at_the_same_byte_every_time_is_caught_by_its_format(flaky, cache, no_sleep, filename):
+    """A server that cuts the body at the same point on every request, with no Content-Length:
+    two identical reads used to cache the cut file as complete (and record its digest)."""
+    whole = _whole_files()[filename]
+    flaky.files[filename] = whole[: len(whole) * 2 // 3]  # what every GET sends
+    flaky.no_length.add(filename)
+    hub.register_card(url_card("cut", flaky.url, [(filename, {})]))
+    with pytest.raises(HubError, match=rf"{filename}.* is cut short: .*nothing was kept"):
+        hub.download("cut")
+    assert not (cache / "records/cut.json").exists()
+    assert not any(p.endswith((filename, ".incomplete")) for p in leftovers(cache))
+    # the whole file, still without a length: two identical reads and its format agree
+    flaky.files[filename] = whole
+    assert (hub.download("cut") / filename).read_bytes() == whole
+
+
 def _leave_a_partial(flaky, name: str) -> int:
     """A download cut short whose retries all fail: the partial file (and its ETag) stay. Its size."""
     flaky.drop_after["w.bin"] = 100_000
