@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -47,6 +46,8 @@ import threading
 import time
 from pathlib import Path
 
+from _harness import rss_now
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,7 +55,6 @@ class PeakRSS:
     """Peak resident memory (MiB) above the level at entry, sampled from /proc/self/statm."""
 
     def __enter__(self) -> "PeakRSS":
-        self.page = os.sysconf("SC_PAGE_SIZE")
         self.start = self.peak = self._rss()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -62,8 +62,7 @@ class PeakRSS:
         return self
 
     def _rss(self) -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * self.page
+        return rss_now()
 
     def _run(self) -> None:
         while not self._stop.wait(0.02):

@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,23 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from _harness import free_port, wait_ready
 
 
 def wait_up(url: str, headers: dict, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            requests.head(url, headers=headers, timeout=1)
-            return
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    raise RuntimeError(f"server at {url} did not come up")
+    wait_ready(url, headers=headers, timeout=timeout, any_status=True)  # any answer: the server is up
 
 
 def one_client(url: str, dest: Path, headers: dict) -> tuple[str, int]:

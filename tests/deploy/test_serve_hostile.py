@@ -408,3 +408,23 @@ def test_sigterm_with_a_backlog_longer_than_the_drain_timeout(models):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# --------------------------------------------------------------------------- the faster backend
+
+
+def test_the_faster_backend_for_this_cpu_is_recommended(models, request):
+    """Without AMX the int8 export serves more than the PyTorch model; with AMX the reverse."""
+    from nlp.deploy.server_model import backend_advice
+
+    run = models["text-classification"]
+    advice = backend_advice(run, device="cpu", cpu_flags=["avx512_bf16"])
+    assert advice and "no AMX" in advice and f"nlp export {run} --out EXPORT --quantize int8" in advice
+    assert backend_advice(run, device="cpu", cpu_flags=[]) == advice
+    assert backend_advice(run, device="cpu", cpu_flags=["avx512_bf16", "amx_bf16"]) is None
+    assert backend_advice(run, device="cuda") is None
+    exports = request.getfixturevalue("exports")
+    int8 = backend_advice(exports["ner-crf-int8"], device="cpu", cpu_flags=["amx_bf16"])
+    assert int8 and "has AMX" in int8 and "nlp serve RUN" in int8
+    assert backend_advice(exports["ner-crf-int8"], device="cpu", cpu_flags=["avx512_bf16"]) is None
+    assert backend_advice(exports["text-classification"], device="cpu", cpu_flags=["amx_bf16"]) is None
