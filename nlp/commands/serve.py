@@ -63,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout,
                    help=f"seconds SIGTERM waits for requests in flight (default {d.drain_timeout:g}); what has not "
                         "run by then is answered 503 with Retry-After")
+    p.add_argument("--max-request-windows", type=int, default=d.max_request_windows,
+                   help=f"windows (model rows) one request may make before answering 413 (default "
+                        f"{d.max_request_windows})")
     p.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
                    help=f"request line and headers before answering 431 (default {d.max_header_bytes})")
     p.add_argument("--header-timeout", type=float, default=d.header_timeout,
@@ -86,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
                          max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
                          max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
                          max_inputs=args.max_inputs, max_text_chars=args.max_text_chars, token=args.token,
-                         drain_timeout=args.drain_timeout, max_header_bytes=args.max_header_bytes,
+                         drain_timeout=args.drain_timeout, max_request_windows=args.max_request_windows,
+                         max_header_bytes=args.max_header_bytes,
                          header_timeout=args.header_timeout, body_timeout=args.body_timeout)
     # user errors now, before the server listens: a damaged export, a precision it cannot run
     task = check_servable(config.model, task=config.task, precision=config.precision, device=config.device)

@@ -302,6 +302,10 @@ class _ModelServer:
             parsed = adapter.parse_body(payload, served, self.limits)
         except RequestError as err:
             return error(err.status, err.message)
+        if parsed.rows > self.config.max_request_windows:  # what one request may hold the worker for
+            return error(413, f"this request makes {parsed.rows} windows of up to {served.max_length} tokens; this "
+                              f"server runs at most {self.config.max_request_windows} per request "
+                              "(--max-request-windows). Send fewer or shorter texts per request.")
         job = Job(parsed.items, key=(path, parsed.key), rows=parsed.rows, row_tokens=parsed.row_tokens)
         try:
             future = batcher.submit(job)
@@ -348,7 +352,8 @@ class _ModelServer:
             "max_length": s.max_length if s else None, "version": self.version,
             "batching": {"max_batch_tokens": c.max_batch_tokens, "max_batch_wait_ms": c.max_batch_wait_ms,
                          "max_batch_requests": c.max_batch_requests, "max_queue": c.max_queue},
-            "limits": {"max_inputs": c.max_inputs, "max_text_chars": c.max_text_chars},
+            "limits": {"max_inputs": c.max_inputs, "max_text_chars": c.max_text_chars,
+                       "max_request_windows": c.max_request_windows},
         })
 
     async def metrics_text(self, request: Request) -> Response:

@@ -28,6 +28,9 @@ class ServeConfig:
     max_queue: int = 1024            # inputs waiting or running before 429
     max_inputs: int = 64             # inputs per request before 413
     max_text_chars: int = 100_000    # characters per text before 413
+    # windows (model rows) one request may make before 413: 64 inputs of 100,000 characters would
+    # make ~50,000 and hold the worker for minutes; 4,096 is a 400,000-character NER document
+    max_request_windows: int = 4096
     token: str | None = None         # bearer token for /predict, /info, /metrics; None = open
     drain_timeout: float = 30.0      # seconds SIGTERM waits for requests in flight
     # the protocol layer (nlp/deploy/server_http.py): what one connection may hold or take
@@ -41,7 +44,7 @@ class ServeConfig:
             if not 0 <= getattr(self, name) <= 65535:
                 raise ConfigError(f"{name}={getattr(self, name)} is not a TCP port (0-65535)")
         for name in ("workers", "max_batch_tokens", "max_queue", "max_inputs", "max_text_chars", "max_header_bytes",
-                     "max_headers"):
+                     "max_headers", "max_request_windows"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")

@@ -24,7 +24,8 @@ def openapi_document(task: str, *, version: str, auth: bool) -> dict[str, Any]:
         responses = {
             "200": {"description": adapter.output_description,
                     "content": {"application/json": {"schema": adapter.response_schema()}}},
-            "413": _error("too many inputs (--max-inputs) or too long a text (--max-text-chars)"),
+            "413": _error("too many inputs (--max-inputs), too long a text (--max-text-chars), too many windows "
+                          "(--max-request-windows) or too large a body"),
             "422": _error("malformed JSON, wrong types, unknown parameters"),
             "429": _error("the queue is full (--max-queue); retry after the Retry-After header's seconds"),
             "503": _error("the model is still loading, or the server is shutting down"),

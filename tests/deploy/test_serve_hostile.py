@@ -428,3 +428,12 @@ def test_the_faster_backend_for_this_cpu_is_recommended(models, request):
     assert int8 and "has AMX" in int8 and "nlp serve RUN" in int8
     assert backend_advice(exports["ner-crf-int8"], device="cpu", cpu_flags=["avx512_bf16"]) is None
     assert backend_advice(exports["text-classification"], device="cpu", cpu_flags=["amx_bf16"]) is None
+
+
+def test_a_request_that_makes_too_many_windows_is_413(models):
+    """64 texts of 100,000 characters each (within --max-inputs and --max-text-chars) made one
+    job of ~50,000 windows that held the worker for minutes; a request's windows are bounded."""
+    with fx.running(_config(models, "token-classification", max_request_windows=20)) as url:
+        r = httpx.post(url + "/predict", json={"inputs": ["张三在北京大学工作。" * 300] * 2}, timeout=REQUEST_S)
+        _assert_error(r, 413, r"makes \d+ windows .* at most 20 per request \(--max-request-windows\)")
+        assert httpx.post(url + "/predict", json={"inputs": "张三在北京大学工作。" * 30}, timeout=REQUEST_S).status_code == 200
