@@ -8,8 +8,13 @@ Endpoints (docs/serving.md): POST /predict, GET /health, GET /info, GET /metrics
 text), GET /openapi.json, and any POST route the task's spec adds (`TaskSpec.serving_routes()`,
 e.g. TEI's /embed), served like /predict: same batching, limits, metrics and auth. Every error
 is JSON {"error", "message"} (a route's adapter may give its own shape, `error_body`) with a
-status that says what to do: 401 (bearer token), 404 / 405, 413 (too large), 422 (malformed),
-429 (queue full, with Retry-After), 503 (loading or shutting down).
+status that says what to do: 401 (bearer token), 404 / 405, 408 (too slow), 413 (too large),
+422 (malformed), 429 (queue full, with Retry-After), 503 (loading or shutting down); the protocol
+layer's 400 / 408 / 414 / 431 too (nlp/deploy/server_http.py).
+
+SIGTERM drains within --drain-timeout: what is queued runs until shortly before the deadline,
+the rest is answered 503 with Retry-After, and a running batch is abandoned between two forward
+passes (_StoppableBackend), so the process exits 0 with the batch worker idle.
 
 The model loads in a background thread after the server starts listening, then runs one warm-up
 batch of the largest shape the token budget allows; /health answers 503 until both are done.
