@@ -218,13 +218,17 @@ def test_bad_input_gives_clear_errors_and_writes_nothing(sources, tmp_path, monk
     with pytest.raises(ConfigError, match="exists; choose another directory or pass --force"):
         export_model(sources["ner-crf"], out)
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
-    # an export that fails its check, or fails in the exporter, leaves nothing, and keeps DIR
+    # --force replaces only an earlier export: DIR is someone's directory (tests/deploy/test_export_hostile.py)
+    with pytest.raises(ConfigError, match="not an `nlp export` directory"):
+        export_model(sources["ner-crf"], out, force=True)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    # an export that fails its check, or fails in the exporter, leaves nothing
     import nlp.deploy.export as ex
 
     monkeypatch.setattr(ex, "FP32_TOLERANCE", -1.0)
     with pytest.raises(ExportError, match=r"differ from PyTorch's by .* nothing was written"):
-        export_model(sources["question-answering"], out, force=True)
-    assert [p.name for p in out.iterdir()] == ["keep.txt"] and _leftovers(tmp_path) == []
+        export_model(sources["question-answering"], tmp_path / "failed")
+    assert not (tmp_path / "failed").exists() and _leftovers(tmp_path) == []
     monkeypatch.undo()
 
     def broken(*a, **k):
@@ -237,13 +241,12 @@ def test_bad_input_gives_clear_errors_and_writes_nothing(sources, tmp_path, monk
     assert not (tmp_path / "new").exists() and _leftovers(tmp_path) == []
 
 
-def test_force_replaces_an_existing_export(sources, tmp_path):
+def test_force_replaces_an_existing_export(sources, exports, tmp_path):
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "old.txt").write_text("old")
+    shutil.copytree(exports["text-classification"], out)  # an earlier export (of another model)
     r = export_model(sources["question-answering"], out, force=True, opset=18)
-    assert r.opset == 18 and read_manifest(out)["opset"] == 18
-    assert not (out / "old.txt").exists() and (out / "model.onnx").is_file() and _leftovers(tmp_path) == []
+    assert r.opset == 18 and read_manifest(out)["opset"] == 18 and read_manifest(out)["task"] == "question-answering"
+    assert (out / "model.onnx").is_file() and _leftovers(tmp_path) == []
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # not the temp dir's 0700
