@@ -1,0 +1,186 @@
+"""Sentence embedding head: backbone -> mean or [CLS] pooling, trained contrastively.
+
+The model has no parameters of its own beyond the backbone, so a saved directory is a plain
+ERNIE/BERT model directory (`ernie.*` keys) that transformers' `AutoModel` loads; the pooling
+mode travels in config.json (`pooling`: "mean" or "cls"), and `save_pretrained` also writes
+sentence-transformers' layout (`modules.json`, `1_Pooling/config.json`, `2_Normalize`) so the
+directory loads there too when its tokenizer is a WordPiece one.
+
+Inputs are (B, T) texts, or (B, K, T): K texts per example, as the task's features give them:
+
+- K >= 2, no labels: a query, its positive, and optional hard negatives. The loss is InfoNCE
+  with in-batch negatives at temperature `contrastive_temperature` (config.json, default 0.05):
+  query i against every positive and negative of the batch, the right answer being its own
+  positive. In data-parallel training the candidates of every process are gathered (with their
+  gradients), so the negative pool is the global batch and the loss equals one process's on
+  the whole batch.
+- K == 2 with float `labels` (scored pairs, STS): CoSENT, the ranking loss on the pairs'
+  cosines (a pair scored higher must have the larger cosine).
+- K == 1 in training: unsupervised SimCSE. Each text is encoded twice in one pass; the two
+  dropout masks are the augmentation, and the two views are each other's positive.
+
+`sentence_embedding` is the pooled vector, not normalised (the pipelines and the losses
+normalise; averaging the windows of a long text happens before that).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from nlp._common import ConfigError, DataError, atomic_write
+from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
+
+__all__ = ["ErnieForSentenceEmbedding", "SentenceEmbeddingOutput", "POOLING_MODES", "info_nce", "cosent"]
+
+POOLING_MODES = ("mean", "cls")
+DEFAULT_TEMPERATURE = 0.05  # SimCSE's and bge's value: sharp enough that hard negatives matter
+_COSENT_SCALE = 20.0  # CoSENT's lambda: cosines in [-1, 1] scaled to logits
+
+
+@dataclass
+class SentenceEmbeddingOutput:
+    """`sentence_embedding` (B, H) for (B, T) inputs, (B, K, H) for (B, K, T); `loss` in training."""
+
+    loss: torch.Tensor | None
+    sentence_embedding: torch.Tensor
+
+
+def _gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Every process's rows of `x` in rank order (this process's keep their gradient) and the
+    offset of this process's first row; `x` itself when not running data-parallel. Processes
+    may hold different numbers of rows (the last batch of an epoch)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return x, 0
+    from torch.distributed.nn.functional import all_gather
+
+    world, rank = dist.get_world_size(), dist.get_rank()
+    sizes = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([x.shape[0]], dtype=torch.long, device=x.device))
+    sizes = [int(s) for s in sizes]
+    most = max(sizes)
+    padded = torch.cat([x, x.new_zeros(most - x.shape[0], *x.shape[1:])]) if x.shape[0] < most else x
+    parts = all_gather(padded)  # differentiable: gradients flow back to each owner
+    rows = torch.cat([p[:n] for p, n in zip(parts, sizes)])
+    return rows, sum(sizes[:rank])
+
+
+def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,
+             temperature: float) -> torch.Tensor:
+    """Mean cross entropy of each query against every positive and negative of the (global)
+    batch, its own positive being the answer. All inputs are normalised here."""
+    q = F.normalize(queries.float(), dim=-1)  # (B, H)
+    p = F.normalize(positives.float(), dim=-1)  # (B, H)
+    all_p, offset = _gather_with_grad(p)  # (N, H), this process's rows from `offset`
+    cands = [all_p]
+    if negatives is not None and negatives.numel():
+        all_n, _ = _gather_with_grad(F.normalize(negatives.float(), dim=-1))
+        cands.append(all_n)
+    logits = q @ torch.cat(cands).T / temperature  # (B, N [+ negatives])
+    target = torch.arange(q.shape[0], device=q.device) + offset
+    return F.cross_entropy(logits, target)
+
+
+def cosent(first: torch.Tensor, second: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """CoSENT: log(1 + sum over pairs (i, j) with score_i > score_j of exp(s(cos_j - cos_i)))."""
+    cos = F.cosine_similarity(first.float(), second.float(), dim=-1) * _COSENT_SCALE  # (B,)
+    diff = cos[None, :] - cos[:, None]  # [i, j] = cos_j - cos_i
+    ordered = scores[:, None].float() > scores[None, :].float()  # score_i > score_j
+    diff = diff.masked_fill(~ordered, float("-inf"))
+    flat = torch.cat([diff.new_zeros(1), diff.flatten()])  # the 1 inside log(1 + ...)
+    return torch.logsumexp(flat, dim=0)
+
+
+class ErnieForSentenceEmbedding(PreTrainedEncoder):
+    """Backbone (no pooler) + parameter-free pooling (`config.pooling`: "mean" or "cls")."""
+
+    _HF_SUFFIX = "ForSentenceEmbedding"
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__(config)
+        pooling = config.extra.setdefault("pooling", "mean")
+        if pooling not in POOLING_MODES:
+            raise ConfigError(f"pooling={pooling!r} in config.json is not one of {POOLING_MODES}")
+        temperature = config.extra.setdefault("contrastive_temperature", DEFAULT_TEMPERATURE)
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
+            raise ConfigError(f"contrastive_temperature must be a positive number, got {temperature!r}")
+        self.pooling = pooling
+        self.temperature = float(temperature)
+        self.backbone = ErnieModel(config, add_pooling_layer=False)
+        self.post_init()
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+              token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T) token ids -> (B, H) pooled vectors (mean over the attended tokens, or [CLS])."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        x = self.backbone(input_ids, attention_mask, token_type_ids).last_hidden_state  # (B, T, H)
+        if self.pooling == "cls":
+            return x[:, 0]
+        mask = attention_mask.to(x.dtype).unsqueeze(-1)  # (B, T, 1)
+        return (x * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> SentenceEmbeddingOutput:
+        if input_ids.dim() == 2:
+            if labels is not None:
+                raise DataError("labels need texts in groups: input_ids of shape (batch, texts, sequence)")
+            return SentenceEmbeddingOutput(loss=None, sentence_embedding=self.embed(input_ids, attention_mask,
+                                                                                   token_type_ids))
+        if input_ids.dim() != 3:
+            raise DataError(f"input_ids must be (batch, sequence) or (batch, texts, sequence), "
+                            f"got {tuple(input_ids.shape)}")
+        B, K, T = input_ids.shape
+        simcse = K == 1 and self.training and torch.is_grad_enabled()
+        if simcse:  # two views of each text: the same ids, two dropout masks
+            c = self.config
+            if not (c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0):
+                raise ConfigError("unsupervised SimCSE (one text per example) needs dropout, but this model has "
+                                  "hidden_dropout_prob=0 and attention_probs_dropout_prob=0; set "
+                                  "model.config.hidden_dropout_prob=0.1 in the recipe, or give pairs")
+            input_ids, attention_mask, token_type_ids = (
+                None if t is None else t.expand(B, 2, T) for t in (input_ids, attention_mask, token_type_ids))
+            K = 2
+        flat = [None if t is None else t.reshape(B * K, T) for t in (input_ids, attention_mask, token_type_ids)]
+        emb = self.embed(*flat).view(B, K, -1)  # (B, K, H)
+        loss = self._loss(emb, labels) if K >= 2 else None
+        if simcse:
+            emb = emb[:, :1]
+        return SentenceEmbeddingOutput(loss=loss, sentence_embedding=emb)
+
+    def _loss(self, emb: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        if labels is not None:
+            if emb.shape[1] != 2:
+                raise DataError(f"scored pairs need exactly 2 texts per example, got {emb.shape[1]}")
+            return cosent(emb[:, 0], emb[:, 1], labels.reshape(-1))
+        negatives = emb[:, 2:].reshape(-1, emb.shape[-1]) if emb.shape[1] > 2 else None
+        return info_nce(emb[:, 0], emb[:, 1], negatives, self.temperature)
+
+    def save_pretrained(self, directory) -> Path:
+        """config.json + model.safetensors, plus sentence-transformers' module files."""
+        directory = super().save_pretrained(directory)
+        _write_sentence_transformers_files(directory, self.config.hidden_size, self.pooling)
+        return directory
+
+
+def _write_sentence_transformers_files(directory: Path, hidden_size: int, pooling: str) -> None:
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    pool = {"word_embedding_dimension": hidden_size, "pooling_mode_cls_token": pooling == "cls",
+            "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False}
+    (directory / "1_Pooling").mkdir(exist_ok=True)
+    (directory / "2_Normalize").mkdir(exist_ok=True)
+    for path, data in ((directory / "modules.json", modules), (directory / "1_Pooling" / "config.json", pool)):
+        with atomic_write(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2) + "\n")

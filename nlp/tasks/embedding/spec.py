@@ -1,0 +1,125 @@
+"""The sentence embedding task: vectors for retrieval, similarity, deduplication and clustering."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import datasets
+import numpy as np
+
+from nlp._common import DataError
+from nlp.tasks.embedding.data import read_embedding
+from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+from nlp.tasks.embedding.metrics import retrieval_metrics, sts_metrics
+from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
+from nlp.tasks.spec import TaskSpec
+
+__all__ = ["EmbeddingSpec", "SentenceSimilaritySpec", "FEATURE_EXTRACTION", "SENTENCE_SIMILARITY",
+           "dataset_kind"]
+
+
+def dataset_kind(ds: datasets.Dataset) -> str:
+    """"scored" (pairs with a score), "retrieval" (query, positive[, negatives]) or "text"."""
+    if "score" in ds.column_names:
+        return "scored"
+    return "text" if len(ds) and len(ds[0]["texts"]) == 1 else "retrieval"
+
+
+class EmbeddingSpec(TaskSpec):
+    name = "feature-extraction"
+    aliases = ("sentence-embedding", "text-embedding", "embedding")
+    head = ErnieForSentenceEmbedding
+    pipeline = FeatureExtractionPipeline
+    architecture_suffix = "ForSentenceEmbedding"
+    label_column = "texts"  # the positives are the answers; a split of plain texts has none
+    label_keys = ("labels",)
+    has_label_set = False
+    packable = False  # the texts of an example are encoded side by side, not packed
+    export_outputs = {"sentence_embedding": ("batch", "hidden")}
+    reader = staticmethod(read_embedding)
+    preprocess = None
+    metric = staticmethod(retrieval_metrics)
+
+    def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
+        return read_embedding(path, **dict(data.reader))
+
+    def has_labels(self, ds: datasets.Dataset) -> bool:
+        return dataset_kind(ds) != "text"
+
+    def summarize(self, ds: datasets.Dataset) -> list[str]:
+        kind = dataset_kind(ds)
+        texts = ds["texts"]
+        lines = [f"{len(ds)} {kind} records, {len(texts[0]) if texts else 0} texts each"]
+        if texts:
+            lines.append(f"  characters per text: {np.mean([len(t) for row in texts for t in row]):.1f} on average")
+        if kind == "scored":
+            scores = np.asarray(ds["score"], dtype=np.float64)
+            lines.append(f"  scores: {scores.min():g} .. {scores.max():g}")
+        return lines
+
+    def training_texts(self, ds: datasets.Dataset) -> list[str]:
+        return [t for row in ds["texts"] for t in row]
+
+    def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
+                  label_names: list[str] | None) -> dict[str, list]:
+        groups = columns["texts"]
+        sizes = {len(g) for g in groups}
+        if len(sizes) > 1:
+            raise DataError(f"records have {sorted(sizes)} texts; every record of a split needs the same number")
+        flat = [t for g in groups for t in g]
+        enc = tokenizer(flat, truncation=True, max_length=data.max_length)
+        k = sizes.pop() if sizes else 1
+        out: dict[str, list] = {}
+        for key in ("input_ids", "token_type_ids", "attention_mask"):
+            if key in enc:
+                out[key] = [enc[key][i * k:(i + 1) * k] for i in range(len(groups))]
+        if "score" in columns:
+            out["labels"] = [float(s) for s in columns["score"]]
+        return out
+
+    def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
+        return outputs.sentence_embedding  # (B, K, H)
+
+    def loss_units(self, model: Any):
+        return _examples_in
+
+    def score(self, predictions: Sequence[Any], label_ids: Sequence[Any] | None, *, label_names: list[str] | None,
+              examples: Any, features: Any, data: Any) -> dict[str, float]:
+        emb = np.stack([np.asarray(p, dtype=np.float32) for p in predictions])  # (N, K, H)
+        if emb.ndim != 3 or emb.shape[1] < 2:
+            raise DataError("scoring embeddings needs records of two or more texts (pairs or retrieval triples)")
+        if examples is not None and "score" in examples.column_names:
+            return sts_metrics(emb[:, 0], emb[:, 1], examples["score"])
+        # every query searches the split's positives (hard negatives are not part of the corpus)
+        return retrieval_metrics(emb[:, 0], emb[:, 1], np.arange(len(emb)))
+
+    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+        vectors = pipe([r["text"] for r in records], as_lists=True)
+        return [{"embedding": v} for v in vectors]
+
+    def empty_prediction(self) -> dict[str, Any]:
+        return {"embedding": None}
+
+
+class SentenceSimilaritySpec(EmbeddingSpec):
+    """The same model and training; the pipeline scores pairs and searches a corpus."""
+
+    name = "sentence-similarity"
+    aliases = ("semantic-similarity", "text-similarity")
+    pipeline = SentenceSimilarityPipeline
+    input_fields = ("text", "text_pair")
+
+    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+        scores = pipe([r["text"] for r in records], [r["text_pair"] for r in records])
+        return [{"score": s} for s in scores]
+
+    def empty_prediction(self) -> dict[str, Any]:
+        return {"score": None}
+
+
+def _examples_in(batch: Any) -> int:
+    return len(batch["input_ids"])
+
+
+FEATURE_EXTRACTION = EmbeddingSpec()
+SENTENCE_SIMILARITY = SentenceSimilaritySpec()
