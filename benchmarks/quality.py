@@ -11,12 +11,16 @@ Tasks and their shipped recipes (each fine-tune runs the recipe as shipped, poin
     pd-ner    recipes/ner-peoples-daily.yaml   peoples-daily-1998-ner test entity F1
     msra      recipes/ner-msra.yaml            msra-ner test entity F1
     inews     recipes/news-inews.yaml          inews test accuracy
+    idioms    recipes/embedding-idioms.yaml    xinhua-idioms test retrieval (recall@1, recall@10, MRR)
+    titles    recipes/embedding-titles.yaml    inews-titles test retrieval (recall@1, recall@10, MRR)
 
 Baselines are computed in the same run, on the same splits: for classification a TF-IDF
 character 1-3-gram logistic regression (scikit-learn, C picked on dev from {1, 4, 16}); for NER
 a linear-chain CRF over character n-gram features (sklearn-crfsuite, the classic feature set:
 the character and its neighbours +-2, bigrams, whether it is a digit / Latin letter), scored with
-the same entity-F1 code as the models. `random` fine-tunes the same recipe from a randomly
+the same entity-F1 code as the models; for retrieval (every test query searches all test
+documents) three unsupervised baselines: TF-IDF character 1-3-grams with cosine, BM25 over
+character 1-2-grams (k1=1.5, b=0.75), and the first model before fine-tuning, mean-pooled. `random` fine-tunes the same recipe from a randomly
 initialised copy of the first model's architecture (and its tokenizer): what pretraining adds.
 
 The baselines need scikit-learn and sklearn-crfsuite (`pip install scikit-learn sklearn-crfsuite`;
@@ -43,6 +47,8 @@ TASKS = {
     "pd-ner": ("ner-peoples-daily", "peoples-daily-1998-ner", "f1", "ner"),
     "msra": ("ner-msra", "msra-ner", "f1", "ner"),
     "inews": ("news-inews", "inews", "accuracy", "classification"),
+    "idioms": ("embedding-idioms", "xinhua-idioms", "recall@1", "retrieval"),
+    "titles": ("embedding-titles", "inews-titles", "recall@1", "retrieval"),
 }
 
 # Published MSRA-NER (SIGHAN 2006) test entity F1, for scale only. Source: the PaddlePaddle/ERNIE
@@ -126,6 +132,54 @@ def crf_baseline(dsd, args: argparse.Namespace) -> dict:
     return {**out, "settings": {"c1": 0.1, "c2": 0.1, "max_iterations": 100}}
 
 
+def _queries_documents(ds) -> tuple[list[str], list[str]]:
+    return [row[0] for row in ds["texts"]], [row[1] for row in ds["texts"]]
+
+
+def _tfidf_scores(queries: list[str], documents: list[str]):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True).fit(documents)
+    return (vec.transform(queries) @ vec.transform(documents).T).toarray()  # rows are L2-normalised
+
+
+def _bm25_scores(queries: list[str], documents: list[str], k1: float = 1.5, b: float = 0.75):
+    import numpy as np
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    vec = CountVectorizer(analyzer="char", ngram_range=(1, 2)).fit(documents)
+    tf = vec.transform(documents).tocsr().astype(np.float64)  # (D, V) term counts
+    n_docs = tf.shape[0]
+    df = np.bincount(tf.indices, minlength=tf.shape[1])
+    idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+    length = np.asarray(tf.sum(axis=1)).ravel()
+    norm = k1 * (1 - b + b * length / length.mean())
+    rows = np.repeat(np.arange(n_docs), np.diff(tf.indptr))
+    tf.data = idf[tf.indices] * tf.data * (k1 + 1) / (tf.data + norm[rows])
+    return (vec.transform(queries) @ tf.T).toarray()
+
+
+def retrieval_baselines(dsd, model: str, args: argparse.Namespace) -> dict:
+    """TF-IDF, BM25 and the untrained model mean-pooled, on dev and test."""
+    from nlp.auto import resolve
+    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+    from nlp.tasks.embedding.metrics import rank_metrics
+    from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
+
+    model_dir = resolve(model)
+    encoder = FeatureExtractionPipeline(ErnieForSentenceEmbedding.from_pretrained(model_dir, pooling="mean"),
+                                        model_dir, batch_size=32, max_length=args.max_length)
+    out: dict = {}
+    for split in ("dev", "test"):
+        queries, documents = _queries_documents(_limit(dsd[split], args, split))
+        gold = list(range(len(queries)))
+        out.setdefault("TF-IDF char 1-3-gram", {})[split] = rank_metrics(_tfidf_scores(queries, documents), gold)
+        out.setdefault("BM25 char 1-2-gram", {})[split] = rank_metrics(_bm25_scores(queries, documents), gold)
+        q, d = encoder(queries), encoder(documents)
+        out.setdefault(f"{model} mean-pooled, not fine-tuned", {})[split] = rank_metrics(q @ d.T, gold)
+    return out
+
+
 def _limit(ds, args: argparse.Namespace, split: str):
     n = args.max_train_samples if split == "train" else args.max_eval_samples
     return ds.select(range(min(n, len(ds)))) if n else ds
@@ -161,11 +215,18 @@ def run_cell(task: str, column: str, args: argparse.Namespace, models: dict[str,
     cell_dir = args.out / f"{task}-{column}"
     start = time.perf_counter()
     if column == "baseline":
-        for module, package in (("sklearn", "scikit-learn"), ("sklearn_crfsuite", "sklearn-crfsuite")):
+        needs = [("sklearn", "scikit-learn")] + ([("sklearn_crfsuite", "sklearn-crfsuite")] if kind == "ner" else [])
+        for module, package in needs:
             if importlib.util.find_spec(module) is None:
                 raise SystemExit(f"the baseline column needs {package}: pip install {package}")
-        body = (tfidf_baseline if kind == "classification" else crf_baseline)(load(dataset), args)
-        body["name"] = "TF-IDF char 1-3-gram LR" if kind == "classification" else "char-window CRF"
+        if kind == "retrieval":
+            baselines = retrieval_baselines(load(dataset), next(iter(models.values())), args)
+            best = max(baselines, key=lambda name: baselines[name]["dev"][metric])  # picked on dev
+            body = {"name": best, "dev": baselines[best]["dev"], "test": baselines[best]["test"],
+                    "baselines": baselines}
+        else:
+            body = (tfidf_baseline if kind == "classification" else crf_baseline)(load(dataset), args)
+            body["name"] = "TF-IDF char 1-3-gram LR" if kind == "classification" else "char-window CRF"
     elif column == "random":
         first = next(iter(models.values()))
         body = finetune_cell(task, column, first, "random", cell_dir / "run", args)
@@ -191,6 +252,15 @@ def report(out: Path, columns: list[str]) -> None:
             c = cells.get((task, col))
             row.append(f"{c['test'][metric]:.4f} [{c['dev'][metric]:.4f}]" if c and c.get("test") else "-")
         print(f"{task:8s} {metric:9s} " + " ".join(f"{r:>17s}" for r in row))
+    for task in TASKS:
+        for name, figures in (cells.get((task, "baseline")) or {}).get("baselines", {}).items():
+            shown = "  ".join(f"{k} {v:.4f}" for k, v in figures["test"].items())
+            print(f"  {task} baseline {name}: test {shown}")
+        for col in seen:
+            c = cells.get((task, col))
+            if col != "baseline" and c and TASKS[task][3] == "retrieval" and c.get("test"):
+                shown = "  ".join(f"{k} {v:.4f}" for k, v in c["test"].items() if k in ("recall@1", "recall@10", "mrr"))
+                print(f"  {task} {col}: test {shown}")
     for task, refs in PUBLISHED.items():
         for name, f1, source in refs:
             print(f"  published {task} test F1: {name} {f1:.1f} ({source})")
@@ -206,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=float, default=None, help="default: the recipe's")
     ap.add_argument("--max-train-samples", type=int, default=None)
     ap.add_argument("--max-eval-samples", type=int, default=None)
+    ap.add_argument("--max-length", type=int, default=256, help="tokens per window for the retrieval baseline encoder")
     ap.add_argument("--quick", action="store_true", help="2,000 training items, 500 dev/test, 1 epoch")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "quality")
     ap.add_argument("--report", action="store_true", help="only print the table of finished cells")

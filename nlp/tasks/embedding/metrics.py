@@ -14,7 +14,7 @@ import numpy as np
 
 from nlp._common import DataError
 
-__all__ = ["spearman", "retrieval_metrics", "cosine_matrix", "sts_metrics"]
+__all__ = ["spearman", "retrieval_metrics", "rank_metrics", "cosine_matrix", "sts_metrics"]
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -65,31 +65,33 @@ def sts_metrics(embeddings_1: np.ndarray, embeddings_2: np.ndarray, gold: Sequen
     return {"spearman": spearman(cos.tolist(), list(gold))}
 
 
-def retrieval_metrics(queries: np.ndarray, documents: np.ndarray, relevant: Sequence[int],
-                      ks: Sequence[int] = (1, 10)) -> dict[str, float]:
-    """recall@k for each k, and MRR, of `queries` (n, H) searching `documents` (m, H) by cosine;
-    `relevant[i]` is the row of query i's document. Ties rank pessimistically (a document scoring
-    the same as the relevant one counts as ahead of it), so a constant model scores no better
-    than its worst case."""
-    queries = np.asarray(queries, dtype=np.float32)
-    documents = np.asarray(documents, dtype=np.float32)
+def rank_metrics(scores: np.ndarray, relevant: Sequence[int], ks: Sequence[int] = (1, 10)) -> dict[str, float]:
+    """recall@k for each k, and MRR, from a (queries, documents) score matrix (higher is
+    closer: cosines, BM25 scores) and `relevant[i]`, the row of query i's document. Ties rank
+    pessimistically (a document scoring the same as the relevant one counts as ahead of it), so
+    a constant model scores no better than its worst case."""
+    scores = np.asarray(scores)
     relevant = np.asarray(relevant, dtype=np.int64)
-    if queries.ndim != 2 or documents.ndim != 2 or queries.shape[1] != documents.shape[1]:
-        raise DataError(f"queries {queries.shape} and documents {documents.shape} must be (n, H) and (m, H)")
-    if len(relevant) != len(queries):
-        raise DataError(f"{len(queries)} queries but {len(relevant)} relevant documents")
-    if not len(queries):
+    if scores.ndim != 2 or len(relevant) != scores.shape[0]:
+        raise DataError(f"{len(relevant)} relevant documents for a score matrix of shape {scores.shape}")
+    if not len(relevant):
         raise DataError("retrieval metrics need at least one query")
-    if relevant.min() < 0 or relevant.max() >= len(documents):
-        raise DataError(f"a relevant document index is outside the {len(documents)} documents")
-    ranks = np.empty(len(queries), dtype=np.int64)
-    for start in range(0, len(queries), 1024):  # (1024, m) scores at a time
-        scores = cosine_matrix(queries[start:start + 1024], documents)
-        if not np.isfinite(scores).all():
-            raise DataError("retrieval got a NaN or infinite similarity; check the model's embeddings")
-        rows = np.arange(len(scores))
-        gold = scores[rows, relevant[start:start + 1024]]
-        ranks[start:start + len(scores)] = (scores >= gold[:, None]).sum(axis=1)  # 1 = first
+    if relevant.min() < 0 or relevant.max() >= scores.shape[1]:
+        raise DataError(f"a relevant document index is outside the {scores.shape[1]} documents")
+    if not np.isfinite(scores).all():
+        raise DataError("retrieval got a NaN or infinite score; check the model's embeddings")
+    gold = scores[np.arange(len(scores)), relevant]
+    ranks = (scores >= gold[:, None]).sum(axis=1)  # 1 = first
     out = {f"recall@{k}": float((ranks <= k).mean()) for k in ks}
     out["mrr"] = float((1.0 / ranks).mean())
     return out
+
+
+def retrieval_metrics(queries: np.ndarray, documents: np.ndarray, relevant: Sequence[int],
+                      ks: Sequence[int] = (1, 10)) -> dict[str, float]:
+    """`rank_metrics` of `queries` (n, H) searching `documents` (m, H) by cosine."""
+    queries = np.asarray(queries, dtype=np.float32)
+    documents = np.asarray(documents, dtype=np.float32)
+    if queries.ndim != 2 or documents.ndim != 2 or queries.shape[1] != documents.shape[1]:
+        raise DataError(f"queries {queries.shape} and documents {documents.shape} must be (n, H) and (m, H)")
+    return rank_metrics(cosine_matrix(queries, documents), relevant, ks)
