@@ -29,6 +29,7 @@ from typing import Any
 
 from nlp._common import ConfigError, UnknownNameError, did_you_mean
 from nlp.tasks.classification.spec import CLASSIFICATION
+from nlp.tasks.embedding.spec import FEATURE_EXTRACTION, SENTENCE_SIMILARITY
 from nlp.tasks.ner.spec import TOKEN_CLASSIFICATION
 from nlp.tasks.qa.spec import QUESTION_ANSWERING
 from nlp.tasks.segmentation.spec import WORD_SEGMENTATION
@@ -64,7 +65,8 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
-for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING, WORD_SEGMENTATION):
+for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING, FEATURE_EXTRACTION, SENTENCE_SIMILARITY,
+              WORD_SEGMENTATION):
     register_task(_spec)
 
 _plugins_loaded: set[str] = set()  # plugin modules / entry points imported so far

@@ -26,7 +26,8 @@ import numpy as np
 
 from nlp._common import ConfigError, DataError, atomic_write
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-from nlp.tasks.pipelines import Pipeline, _as_batch, _check_unicode
+from nlp.tasks.base_pipeline import Pipeline, as_batch, check_unicode
+from nlp.tasks.embedding.collate import TextGroupCollator
 
 __all__ = ["FeatureExtractionPipeline", "SentenceSimilarityPipeline", "EmbeddingIndex"]
 
@@ -43,6 +44,9 @@ class FeatureExtractionPipeline(Pipeline):
     task = "feature-extraction"
     head_class = ErnieForSentenceEmbedding
 
+    def _make_collator(self, multiple: int | None) -> Any:
+        return TextGroupCollator(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
+
     def _row(self, out: dict[str, np.ndarray], j: int, length: int) -> Any:
         return out["sentence_embedding"][j]
 
@@ -52,8 +56,8 @@ class FeatureExtractionPipeline(Pipeline):
 
         `truncate`: embed only the first window of a long text (TEI's `truncate`); otherwise
         every window counts. `stride`: tokens shared by consecutive windows (default a quarter)."""
-        batch, single = _as_batch(texts, "text")
-        _check_unicode(batch, "text", single)
+        batch, single = as_batch(texts, "text")
+        check_unicode(batch, "text", single)
         for i, text in enumerate(batch):
             if not text.strip():
                 raise DataError(f"{'text' if single else f'text {i}'} is blank; an embedding needs some text "
@@ -151,8 +155,8 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         [cos(a1, b1), cos(a2, b2)]; `sim(a, b)` -> one float."""
         if targets is None:
             raise TypeError("sentence similarity needs targets: sim(source, targets)")
-        sources, single_source = _as_batch(source, "source")
-        target_list, single_target = _as_batch(targets, "target")
+        sources, single_source = as_batch(source, "source")
+        target_list, single_target = as_batch(targets, "target")
         if single_source and not single_target:
             sources = sources * len(target_list)
         elif len(sources) != len(target_list):
@@ -167,7 +171,7 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
 
     def index(self, corpus: Sequence[str], **kwargs: Any) -> EmbeddingIndex:
         """An `EmbeddingIndex` of `corpus` (save it with `.save(dir)`)."""
-        texts, _ = _as_batch(corpus, "corpus text")
+        texts, _ = as_batch(corpus, "corpus text")
         return EmbeddingIndex(FeatureExtractionPipeline.__call__(self, texts, **kwargs), texts)
 
     def search(self, query: str | Sequence[str], corpus: Sequence[str] | EmbeddingIndex | str | os.PathLike,
@@ -181,7 +185,7 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
             corpus = EmbeddingIndex.load(corpus)
         elif not isinstance(corpus, EmbeddingIndex):
             corpus = self.index(corpus, **kwargs)
-        queries, single = _as_batch(query, "query")
+        queries, single = as_batch(query, "query")
         if not queries:
             return []
         hits = corpus.search(FeatureExtractionPipeline.__call__(self, queries, **kwargs), top_k)

@@ -8,10 +8,14 @@ import datasets
 import numpy as np
 
 from nlp._common import DataError
+from nlp.tasks.datasets import register_dataset
+from nlp.tasks.embedding.builtin import builtin_datasets
+from nlp.tasks.embedding.collate import TextGroupCollator
 from nlp.tasks.embedding.data import read_embedding
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.embedding.metrics import retrieval_metrics, sts_metrics
 from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
+from nlp.tasks.embedding.serving import EmbedAdapter, EmbeddingPredictAdapter, SimilarityAdapter
 from nlp.tasks.spec import TaskSpec
 
 __all__ = ["EmbeddingSpec", "SentenceSimilaritySpec", "FEATURE_EXTRACTION", "SENTENCE_SIMILARITY",
@@ -36,6 +40,8 @@ class EmbeddingSpec(TaskSpec):
     has_label_set = False
     packable = False  # the texts of an example are encoded side by side, not packed
     export_outputs = {"sentence_embedding": ("batch", "hidden")}
+    serving = EmbeddingPredictAdapter()
+    result_field = "embedding"
     reader = staticmethod(read_embedding)
     preprocess = None
     metric = staticmethod(retrieval_metrics)
@@ -61,7 +67,7 @@ class EmbeddingSpec(TaskSpec):
         return [t for row in ds["texts"] for t in row]
 
     def featurize(self, columns: Mapping[str, Sequence[Any]], tokenizer: Any, data: Any,
-                  label_names: list[str] | None) -> dict[str, list]:
+                  label_names: list[str] | None, *, settings: Any = None) -> dict[str, list]:
         groups = columns["texts"]
         sizes = {len(g) for g in groups}
         if len(sizes) > 1:
@@ -77,6 +83,9 @@ class EmbeddingSpec(TaskSpec):
             out["labels"] = [float(s) for s in columns["score"]]
         return out
 
+    def collator(self, tokenizer: Any, *, pad_to_multiple_of: int | None = None) -> TextGroupCollator:
+        return TextGroupCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_to_multiple_of)
+
     def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
         return outputs.sentence_embedding  # (B, K, H)
 
@@ -84,7 +93,7 @@ class EmbeddingSpec(TaskSpec):
         return _examples_in
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any] | None, *, label_names: list[str] | None,
-              examples: Any, features: Any, data: Any) -> dict[str, float]:
+              examples: Any, features: Any, data: Any, settings: Any = None) -> dict[str, float]:
         emb = np.stack([np.asarray(p, dtype=np.float32) for p in predictions])  # (N, K, H)
         if emb.ndim != 3 or emb.shape[1] < 2:
             raise DataError("scoring embeddings needs records of two or more texts (pairs or retrieval triples)")
@@ -94,11 +103,11 @@ class EmbeddingSpec(TaskSpec):
         return retrieval_metrics(emb[:, 0], emb[:, 1], np.arange(len(emb)))
 
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
-        vectors = pipe([r["text"] for r in records], as_lists=True)
+        vectors = FeatureExtractionPipeline.__call__(pipe, [r["text"] for r in records], as_lists=True)
         return [{"embedding": v} for v in vectors]
 
-    def empty_prediction(self) -> dict[str, Any]:
-        return {"embedding": None}
+    def serving_routes(self) -> dict[str, Any]:
+        return {"/predict": self.serving, "/embed": EmbedAdapter(), "/similarity": SimilarityAdapter()}
 
 
 class SentenceSimilaritySpec(EmbeddingSpec):
@@ -108,18 +117,19 @@ class SentenceSimilaritySpec(EmbeddingSpec):
     aliases = ("semantic-similarity", "text-similarity")
     pipeline = SentenceSimilarityPipeline
     input_fields = ("text", "text_pair")
+    result_field = "score"
 
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
         scores = pipe([r["text"] for r in records], [r["text_pair"] for r in records])
         return [{"score": s} for s in scores]
 
-    def empty_prediction(self) -> dict[str, Any]:
-        return {"score": None}
-
 
 def _examples_in(batch: Any) -> int:
     return len(batch["input_ids"])
 
+
+for _dataset in builtin_datasets():
+    register_dataset(_dataset)
 
 FEATURE_EXTRACTION = EmbeddingSpec()
 SENTENCE_SIMILARITY = SentenceSimilaritySpec()

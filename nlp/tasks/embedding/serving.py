@@ -1,0 +1,165 @@
+"""How the server answers an embedding model: `POST /predict` (vectors, our usual body) and
+text-embeddings-inference's routes, with TEI's bodies and error shape:
+
+    POST /embed       {"inputs": "text" | ["text", ...], "normalize": true, "truncate": false}
+                      -> [[float, ...], ...]   (one vector per input, always a list of them)
+    POST /similarity  {"inputs": {"source_sentence": "text", "sentences": ["text", ...]}}
+                      -> [float, ...]          (the cosine of the source with each sentence)
+
+Errors on these routes are TEI's `{"error": message, "error_type": ...}` ("Validation" for
+413 / 422, "Overloaded" for 429 / 503). One difference from TEI, on purpose: `truncate: false`
+embeds a long text whole (its windows, pooled) instead of refusing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from nlp.tasks.serving import Limits, Parsed, RequestError, ServingAdapter, as_list, check_text, short, windows
+
+__all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "SimilarityAdapter"]
+
+_VECTOR = {"type": "array", "items": {"type": "number"}}
+_TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+
+
+def _text_cost(text: str, truncate: bool, max_length: int) -> tuple[int, int]:
+    """(windows, tokens of the longest window): one token per character at most."""
+    tokens = len(text) + 2
+    room = max_length - 2
+    rows = 1 if truncate else windows(tokens - 2, room, max(1, room // 4))
+    return rows, min(tokens, max_length)
+
+
+def _embed(served: Any, texts: list[str], *, normalize: bool = True, truncate: bool = False) -> np.ndarray:
+    from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
+
+    # the served pipeline is a FeatureExtractionPipeline (or its similarity subclass)
+    return FeatureExtractionPipeline.__call__(served.pipeline, texts, normalize=normalize, truncate=truncate)
+
+
+def _bool(payload: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = payload.get(name, default)
+    if not isinstance(value, bool):
+        raise RequestError(422, f"`{name}` must be true or false, got {short(value)}")
+    return value
+
+
+class _TeiErrors(ServingAdapter):
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        return {"error": message, "error_type": "Validation" if status in (400, 413, 422) else "Overloaded"}
+
+
+class EmbeddingPredictAdapter(ServingAdapter):
+    """POST /predict: {"inputs": text | [text], "parameters": {"normalize": bool}} -> vectors."""
+
+    summary = "Sentence vectors"
+    parameters = {"normalize": "L2-normalise the vectors (default true)"}
+    output_description = "one vector (a list of floats) per text"
+
+    def check_params(self, params: dict[str, Any], served: Any) -> None:
+        _bool(params, "normalize", True)
+
+    def cost(self, item: Any, params: dict[str, Any], max_length: int) -> tuple[int, int]:
+        return _text_cost(item, False, max_length)
+
+    def call_key(self, params: dict[str, Any]) -> tuple:
+        return (("normalize", params.get("normalize", True)),)
+
+    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        return list(_embed(served, items, **dict(key)))
+
+    def shape(self, output: Any, params: dict[str, Any]) -> Any:
+        return np.asarray(output, dtype=np.float32).tolist()
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"oneOf": [_VECTOR, {"type": "array", "items": _VECTOR}]}
+
+
+class EmbedAdapter(_TeiErrors):
+    """TEI's POST /embed."""
+
+    summary = "Sentence vectors (text-embeddings-inference's /embed)"
+    output_description = "one vector per input, always a list of vectors"
+    body_fields = ("inputs", "normalize", "truncate")
+
+    def parse_body(self, payload: Mapping[str, Any], served: Any, limits: Limits) -> Parsed:
+        extra = [k for k in payload if k not in self.body_fields]
+        if extra:
+            raise RequestError(422, f"unknown field {extra[0]!r}; /embed takes inputs, normalize and truncate")
+        if "inputs" not in payload:
+            raise RequestError(422, "the body lacks \"inputs\"")
+        normalize, truncate = _bool(payload, "normalize", True), _bool(payload, "truncate", False)
+        raw, single = as_list(payload["inputs"], "inputs", limits)
+        items = [check_text(x, "inputs" if single else f"inputs[{i}]", limits) for i, x in enumerate(raw)]
+        costs = [_text_cost(t, truncate, served.max_length) for t in items]
+        return Parsed(items, single, {}, (("normalize", normalize), ("truncate", truncate)),
+                      rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
+
+    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        return list(_embed(served, items, **dict(key)))
+
+    def shape(self, output: Any, params: dict[str, Any]) -> Any:
+        return np.asarray(output, dtype=np.float32).tolist()
+
+    def respond(self, shaped: list[Any], parsed: Parsed) -> Any:
+        return shaped  # TEI answers a list of vectors, also for one text
+
+    def request_schema(self) -> dict[str, Any]:
+        return {"type": "object", "required": ["inputs"], "additionalProperties": False,
+                "properties": {"inputs": _TEXTS, "normalize": {"type": "boolean", "default": True},
+                               "truncate": {"type": "boolean", "default": False}}}
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": _VECTOR}
+
+
+class SimilarityAdapter(_TeiErrors):
+    """TEI's POST /similarity."""
+
+    summary = "Cosine similarity of a source sentence with each of several sentences (TEI's /similarity)"
+    output_description = "one similarity per sentence, in order"
+    body_fields = ("inputs",)
+
+    def parse_body(self, payload: Mapping[str, Any], served: Any, limits: Limits) -> Parsed:
+        extra = [k for k in payload if k not in self.body_fields]
+        if extra:
+            raise RequestError(422, f"unknown field {extra[0]!r}; /similarity takes inputs")
+        inputs = payload.get("inputs")
+        if not isinstance(inputs, dict) or set(inputs) - {"source_sentence", "sentences"} \
+                or "source_sentence" not in inputs or "sentences" not in inputs:
+            raise RequestError(422, "\"inputs\" must be an object {\"source_sentence\": text, \"sentences\": "
+                                    f"[text, ...]}}, got {short(inputs)}")
+        source = check_text(inputs["source_sentence"], "inputs.source_sentence", limits)
+        if not isinstance(inputs["sentences"], list):
+            raise RequestError(422, f"inputs.sentences must be a list of texts, got {short(inputs['sentences'])}")
+        sentences, _ = as_list(inputs["sentences"], "inputs.sentences", limits)
+        sentences = [check_text(s, f"inputs.sentences[{i}]", limits) for i, s in enumerate(sentences)]
+        costs = [_text_cost(t, False, served.max_length) for t in (source, *sentences)]
+        return Parsed([(source, sentences)], True, {}, (), rows=sum(r for r, _ in costs),
+                      row_tokens=max(t for _, t in costs))
+
+    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        texts = [t for source, sentences in items for t in (source, *sentences)]
+        vectors = _embed(served, texts)  # normalised: a dot product is the cosine
+        out, i = [], 0
+        for _, sentences in items:
+            source, others = vectors[i], vectors[i + 1:i + 1 + len(sentences)]
+            out.append((others @ source).astype(float).tolist())
+            i += 1 + len(sentences)
+        return out
+
+    def warm_up_items(self, max_length: int, n: int) -> list[Any]:
+        return [("中" * (max_length - 2), ["中" * (max_length - 2)])] * max(1, n // 2)
+
+    def request_schema(self) -> dict[str, Any]:
+        item = {"type": "object", "required": ["source_sentence", "sentences"], "additionalProperties": False,
+                "properties": {"source_sentence": {"type": "string"},
+                               "sentences": {"type": "array", "items": {"type": "string"}}}}
+        return {"type": "object", "required": ["inputs"], "additionalProperties": False,
+                "properties": {"inputs": item}}
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "number"}}
