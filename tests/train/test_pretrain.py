@@ -141,8 +141,9 @@ def test_corpus_excludes_every_dev_and_test_text(corpus_and_held):
     dsd = {name: nds.load(name) for name in nds.BUILTIN}
 
     def train_texts(name):
-        ds = dsd[name]["train"]
-        return ds["text"] if "text" in ds.column_names else ["".join(t) for t in ds["tokens"]]
+        from nlp.tasks import get_task
+
+        return get_task(nds.BUILTIN[name].task).training_texts(dsd[name]["train"])
 
     recurring = set()
     for name, texts in held.items():
