@@ -113,6 +113,11 @@ class TaskSpec:
         """Whether a split carries gold answers (an unlabelled test split is not scored)."""
         return self.label_column in ds.column_names
 
+    def trains_on(self, ds: Any) -> bool:
+        """Whether a split can be the training split. Default: it has labels; a task that also
+        learns from unlabelled text (unsupervised SimCSE) says so here."""
+        return self.has_labels(ds)
+
     def training_texts(self, ds: Any) -> list[str]:
         """The texts of a split, for training a tokenizer on the fly."""
         raise NotImplementedError

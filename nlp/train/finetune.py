@@ -137,7 +137,7 @@ def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, 
         if len(ds) == 0:
             raise ConfigError(f"data: the {role} split ({wanted[role]!r}) is empty: {sources[role]} "
                               f"holds no records" + ("" if role == "train" else f"; or set data.{role}_split: null"))
-    if not spec.has_labels(splits["train"]):
+    if not spec.trains_on(splits["train"]):
         raise ConfigError(f"data: the train split ({sources['train']}) has no labels (columns: "
                           f"{', '.join(splits['train'].column_names)}; {spec.label_column!r} missing)")
     names = spec.label_names(splits["train"])

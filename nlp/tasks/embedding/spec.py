@@ -52,6 +52,9 @@ class EmbeddingSpec(TaskSpec):
     def has_labels(self, ds: datasets.Dataset) -> bool:
         return dataset_kind(ds) != "text"
 
+    def trains_on(self, ds: datasets.Dataset) -> bool:
+        return True  # plain text trains too (unsupervised SimCSE)
+
     def summarize(self, ds: datasets.Dataset) -> list[str]:
         kind = dataset_kind(ds)
         texts = ds["texts"]
