@@ -1,8 +1,8 @@
 """Running a command under `accelerate launch` / `torchrun` (2 gloo CPU processes) from a test.
 
-No failure is excused: a rank that aborts at exit with gloo's teardown signature ("terminate
-called without an active exception") fails its test like any other crash, even when the run had
-written everything. The Trainer ends the process group so that this does not happen
+No failure is excused: a rank that aborts at exit with gloo's teardown signature (std::terminate
+in a worker thread) fails its test like any other crash, even when the run had written
+everything. The Trainer ends the process group so that this does not happen
 (Trainer._end_process_group: the wrappers, optimizer state and device mesh that hold the group
 are dropped and collected, every process meets, then the group is destroyed); a test that
 tolerated the abort would hide the next crash of the same kind.

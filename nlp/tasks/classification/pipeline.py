@@ -11,9 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nlp._common import DataError
-from nlp.tasks.base_pipeline import MODEL_INPUTS as _MODEL_INPUTS
-from nlp.tasks.base_pipeline import Pipeline
-from nlp.tasks.base_pipeline import as_batch as _as_batch
+from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch
 from nlp.tasks.classification.heads import ErnieForSequenceClassification
 
 __all__ = ["TextClassificationPipeline"]
@@ -28,16 +26,16 @@ class TextClassificationPipeline(Pipeline):
     def __call__(self, texts: str | Sequence[str], text_pair: str | Sequence[str] | None = None,
                  *, top_k: int | None = 1) -> list[dict] | list[list[dict]]:
         """Per text, the `top_k` labels by score ({"label", "score"}); top_k=None gives all."""
-        batch, single = _as_batch(texts, "text")
+        batch, single = as_batch(texts, "text")
         pairs = None
         if text_pair is not None:
-            pairs, _ = _as_batch(text_pair, "text_pair")
+            pairs, _ = as_batch(text_pair, "text_pair")
             if len(pairs) != len(batch):
                 raise DataError(f"{len(batch)} texts but {len(pairs)} text pairs")
         if not batch:
             return []
         enc = self.tokenizer(batch, pairs, truncation=True, max_length=self.max_length)
-        feats = [{k: enc[k][i] for k in _MODEL_INPUTS if k in enc} for i in range(len(batch))]
+        feats = [{k: enc[k][i] for k in MODEL_INPUTS if k in enc} for i in range(len(batch))]
         cfg = self.config
         problem = cfg.problem_type or ("regression" if cfg.num_labels == 1 else "single_label_classification")
         results = []

@@ -26,13 +26,10 @@ import numpy as np
 
 from nlp._common import ConfigError, DataError, atomic_write
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-from nlp.tasks.base_pipeline import Pipeline, as_batch, check_unicode
+from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
 
 __all__ = ["FeatureExtractionPipeline", "SentenceSimilarityPipeline", "EmbeddingIndex"]
-
-_MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
-
 
 def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
@@ -80,7 +77,7 @@ class FeatureExtractionPipeline(Pipeline):
                              return_overflowing_tokens=not truncate)
         n_rows = len(enc["input_ids"])
         owner = enc["overflow_to_sample_mapping"] if not truncate else list(range(n_rows))
-        rows = [{k: enc[k][r] for k in _MODEL_INPUTS if k in enc} for r in range(n_rows)]
+        rows = [{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in range(n_rows)]
         pooled = self._forward(rows)
         sums = np.zeros((len(texts), hidden), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)

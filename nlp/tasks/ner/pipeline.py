@@ -13,10 +13,7 @@ import torch
 
 from nlp._common import ConfigError
 from nlp.tasks.backend import CRF_KEYS
-from nlp.tasks.base_pipeline import MODEL_INPUTS as _MODEL_INPUTS
-from nlp.tasks.base_pipeline import Pipeline
-from nlp.tasks.base_pipeline import as_batch as _as_batch
-from nlp.tasks.base_pipeline import check_unicode as _check_unicode
+from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.postprocess import tags_to_entities
 
@@ -35,8 +32,8 @@ class TokenClassificationPipeline(Pipeline):
         `stride`: tokens shared by consecutive windows of a long text (default a quarter of
         the window); each character takes its tag from the window where it is most central.
         """
-        batch, single = _as_batch(texts, "text")
-        _check_unicode(batch, "text", single)
+        batch, single = as_batch(texts, "text")
+        check_unicode(batch, "text", single)
         room = self.max_length - 2
         stride = max(1, room // 4) if stride is None else stride
         if not 0 <= stride < room:
@@ -68,7 +65,7 @@ class TokenClassificationPipeline(Pipeline):
         rows = [r for r in range(n_rows) if any(w is not None for w in word_ids[r])]
         if not rows:
             return
-        logits_rows = self._forward([{k: enc[k][r] for k in _MODEL_INPUTS if k in enc} for r in rows])
+        logits_rows = self._forward([{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in rows])
         num_labels = logits_rows[0].shape[-1]
         T = max(len(lg) for lg in logits_rows)
         padded = torch.zeros((len(rows), T, num_labels))

@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 
 from nlp._common import DataError
-from nlp.tasks.base_pipeline import MODEL_INPUTS as _MODEL_INPUTS
-from nlp.tasks.base_pipeline import Pipeline
-from nlp.tasks.base_pipeline import as_batch as _as_batch
+from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch
 from nlp.tasks.qa.heads import ErnieForQuestionAnswering
 from nlp.tasks.qa.postprocess import postprocess_qa
 from nlp.tasks.qa.preprocess import preprocess_qa
@@ -39,8 +37,8 @@ class QuestionAnsweringPipeline(Pipeline):
         With `handle_impossible_answer`, the answer is "" when [CLS] outscores every span.
         A blank question or context has no answer: {"answer": "", "score": 0.0, "start": 0, "end": 0}.
         """
-        questions, single = _as_batch(question, "question")
-        contexts, _ = _as_batch(context, "context")
+        questions, single = as_batch(question, "question")
+        contexts, _ = as_batch(context, "context")
         if len(contexts) == 1 and len(questions) > 1:
             contexts = contexts * len(questions)
         if len(contexts) != len(questions):
@@ -57,7 +55,7 @@ class QuestionAnsweringPipeline(Pipeline):
         examples = {"id": [str(i) for i in todo], "question": [questions[i] for i in todo],
                     "context": [contexts[i] for i in todo]}
         feats = preprocess_qa(examples, self.tokenizer, max_length=self.max_length, doc_stride=stride)
-        rows = [{k: feats[k][r] for k in _MODEL_INPUTS if k in feats} for r in range(len(feats["input_ids"]))]
+        rows = [{k: feats[k][r] for k in MODEL_INPUTS if k in feats} for r in range(len(feats["input_ids"]))]
         outs = self._forward(rows)
         T = max(len(s) for s, _ in outs)
         start = np.full((len(outs), T), -1e9)
