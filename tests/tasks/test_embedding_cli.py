@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -18,6 +15,7 @@ import numpy as np
 import pytest
 
 import nlp
+from cli_server import cli_server
 
 ERNIE_TINY = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 TEXTS = ["形容十分安定稳当。", "安安稳稳：元·无名氏《抱妆盒》第四折小储君倒也安安稳稳守着妆盒做护身符。",
@@ -86,29 +84,9 @@ def test_export_matches_pytorch_by_cosine(run, quantize):
     assert cosines.min() >= (0.9999 if quantize is None else 0.95), cosines
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_it_serves_tei_routes(run):
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "nlp", "serve", str(run / "run"), "--host", "127.0.0.1",
-                             "--port", str(port), "--precision", "fp32", "--device", "cpu"],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not get ready"
-            time.sleep(0.5)
+    with cli_server(str(run / "run"), ["--precision", "fp32", "--device", "cpu"], env=_env()) as url:
         local = nlp.pipeline("feature-extraction", model=str(run / "run" / "model"))
         r = httpx.post(url + "/embed", json={"inputs": TEXTS}, timeout=60)
         assert r.status_code == 200, r.text
@@ -138,10 +116,3 @@ def test_it_serves_tei_routes(run):
         assert "normalize" in json.dumps(doc["paths"]["/embed"]["post"]["requestBody"])
         metrics = httpx.get(url + "/metrics", timeout=30).text
         assert 'nlp_serve_requests_total{endpoint="/embed",status="200"} 2' in metrics
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            assert proc.wait(timeout=60) == 0, proc.communicate()[1]
-        finally:
-            if proc.poll() is None:
-                proc.kill()

@@ -8,17 +8,15 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 import nlp
+from cli_server import cli_server
 from nlp._common import ConfigError
 from nlp.tasks import get_task
 from nlp.tasks.registry import PLUGIN_ENV
@@ -93,11 +91,6 @@ def test_a_plugin_that_cannot_be_imported_is_named(monkeypatch):
         registry.get_task("no-such-task")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
@@ -165,22 +158,7 @@ def test_it_exports_checks_and_predicts_through_the_cli(run):
 
 
 def test_it_serves_through_the_cli(run):
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "nlp", "serve", str(run / "run"), "--host", "127.0.0.1",
-                             "--port", str(port), "--precision", "fp32", "--device", "cpu"],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not get ready"
-            time.sleep(0.5)
+    with cli_server(str(run / "run"), ["--precision", "fp32", "--device", "cpu"], env=_env()) as url:
         one = {"question": "下面哪一个是水果？", "choices": ["草莓", "成都", "大象"]}
         r = httpx.post(url + "/predict", json={"inputs": one}, timeout=60)
         assert r.status_code == 200, r.text
@@ -204,10 +182,3 @@ def test_it_serves_through_the_cli(run):
         metrics = httpx.get(url + "/metrics", timeout=30).text
         assert 'nlp_serve_requests_total{endpoint="/scores",status="200"} 1' in metrics
         assert httpx.get(url + "/nope", timeout=30).status_code == 404
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            assert proc.wait(timeout=60) == 0, proc.communicate()[1]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
