@@ -67,6 +67,7 @@ class OnnxBackend:
         except Exception as err:  # onnxruntime raises its own classes (Fail, InvalidGraph, ...)
             raise ConfigError(f"onnxruntime {ort.__version__} cannot load {model}: {err}") from None
         self.input_names = [i.name for i in self.session.get_inputs()]
+        self.input_rank = len(self.session.get_inputs()[0].shape)  # 2: (batch, sequence)
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.crf = self._load_crf()
 

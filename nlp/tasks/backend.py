@@ -98,7 +98,14 @@ class BackendModule(torch.nn.Module):
             batch["attention_mask"] = attention_mask.cpu().numpy()
         if token_type_ids is not None:
             batch["token_type_ids"] = token_type_ids.cpu().numpy()
+        # groups of sequences (B, K, T) on a backend that takes sequences (B, T), as a head that
+        # encodes each text of a group alone gets them in evaluation: run the B*K rows, regroup
+        groups = input_ids.shape[:2] if input_ids.dim() == getattr(self.backend, "input_rank", input_ids.dim()) + 1 else None
+        if groups is not None:
+            batch = {k: v.reshape(-1, v.shape[-1]) for k, v in batch.items()}
         out = self.backend(batch)
+        if groups is not None:
+            out = {k: v.reshape(*groups, *v.shape[1:]) for k, v in out.items()}
         return types.SimpleNamespace(loss=None, **{k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in out.items()})
 
     def decode(self, logits: torch.Tensor, mask: torch.Tensor, *, constrained: bool = True) -> list[list[int]]:

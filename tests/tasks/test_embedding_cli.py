@@ -82,6 +82,10 @@ def test_export_matches_pytorch_by_cosine(run, quantize):
     onnx_vecs = nlp.pipeline("feature-extraction", model=str(out))(TEXTS)
     cosines = (torch_vecs * onnx_vecs).sum(-1)  # both normalised
     assert cosines.min() >= (0.9999 if quantize is None else 0.95), cosines
+    # nlp evaluate on the export: retrieval over the grouped (query, document) features
+    scores = json.loads(_nlp("evaluate", str(out), "--data", "test", "--max-samples", "24").stdout)
+    results = json.loads((run / "run" / "results.json").read_text(encoding="utf-8"))
+    assert scores["mrr"] == pytest.approx(results["test"]["mrr"], abs=1e-3 if quantize is None else 0.1)
 
 
 
