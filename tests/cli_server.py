@@ -1,17 +1,40 @@
-"""`nlp serve` as a user starts it, for the CLI tests: a subprocess on a free loopback port,
-ready when /health answers 200, stopped with SIGTERM (which must exit 0) when the block ends."""
+"""The `nlp` command as a user runs it, for the CLI tests: `run_nlp` (a command that must exit 0)
+and `cli_server` (`nlp serve` on a free loopback port, ready when /health answers 200, stopped
+with SIGTERM, which must exit 0, when the block ends); `nlp_env` is the environment both use."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 import httpx
+
+import nlp
+
+
+def nlp_env(extra: Mapping[str, str] = (), paths: Sequence[str | Path] = ()) -> dict[str, str]:
+    """This process's environment, offline, with this checkout (and `paths`) importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(nlp.__file__).parents[1]), *map(str, paths),
+                                         env.get("PYTHONPATH", "")])
+    env["NLP_OFFLINE"] = "1"
+    env.update(extra)
+    return env
+
+
+def run_nlp(*args: str, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`nlp ARGS...` in a subprocess; it must exit 0 (else the test fails with its output)."""
+    proc = subprocess.run([sys.executable, "-m", "nlp", *args], capture_output=True, text=True,
+                          env=env if env is not None else nlp_env(), timeout=timeout)
+    assert proc.returncode == 0, f"nlp {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
 
 
 def free_port() -> int:

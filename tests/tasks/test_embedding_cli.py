@@ -5,9 +5,7 @@ PyTorch by cosine) and serve TEI's /embed and /similarity beside /predict."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,7 +13,7 @@ import numpy as np
 import pytest
 
 import nlp
-from cli_server import cli_server
+from cli_server import cli_server, nlp_env, run_nlp
 
 ERNIE_TINY = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 TEXTS = ["形容十分安定稳当。", "安安稳稳：元·无名氏《抱妆盒》第四折小储君倒也安安稳稳守着妆盒做护身符。",
@@ -23,17 +21,11 @@ TEXTS = ["形容十分安定稳当。", "安安稳稳：元·无名氏《抱妆�
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(nlp.__file__).parents[1]), env.get("PYTHONPATH", "")])
-    env["NLP_OFFLINE"] = "1"
-    return env
+    return nlp_env()
 
 
-def _nlp(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "nlp", *args], capture_output=True, text=True, env=_env(),
-                          timeout=timeout)
-    assert proc.returncode == 0, f"nlp {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc
+def _nlp(*args: str) -> subprocess.CompletedProcess:
+    return run_nlp(*args)
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,15 @@ predicts and serves through the `nlp` command with no change inside `nlp/` made 
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 import nlp
-from cli_server import cli_server
+from cli_server import cli_server, nlp_env, run_nlp
 from nlp._common import ConfigError
 from nlp.tasks import get_task
 from nlp.tasks.registry import PLUGIN_ENV
@@ -52,18 +50,11 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(nlp.__file__).parents[1]), str(TESTS), env.get("PYTHONPATH", "")])
-    env[PLUGIN_ENV] = PLUGIN
-    env["NLP_OFFLINE"] = "1"
-    return env
+    return nlp_env({PLUGIN_ENV: PLUGIN}, paths=[TESTS])
 
 
-def _nlp(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "nlp", *args], capture_output=True, text=True, env=_env(),
-                          timeout=timeout)
-    assert proc.returncode == 0, f"nlp {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc
+def _nlp(*args: str) -> subprocess.CompletedProcess:
+    return run_nlp(*args, env=_env())
 
 
 def test_the_task_registers_from_outside_the_package():

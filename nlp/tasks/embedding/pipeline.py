@@ -154,14 +154,12 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
             raise TypeError("sentence similarity needs targets: sim(source, targets)")
         sources, single_source = as_batch(source, "source")
         target_list, single_target = as_batch(targets, "target")
-        if single_source and not single_target:
-            sources = sources * len(target_list)
-        elif len(sources) != len(target_list):
+        if not (single_source or len(sources) == len(target_list)):
             raise DataError(f"{len(sources)} sources but {len(target_list)} targets; give one source, "
                             "or as many sources as targets (pairs)")
         if not target_list:
             return []
-        a = FeatureExtractionPipeline.__call__(self, sources, **kwargs)
+        a = FeatureExtractionPipeline.__call__(self, sources, **kwargs)  # one source: (1, H), broadcast
         b = FeatureExtractionPipeline.__call__(self, target_list, **kwargs)
         scores = (_normalise(a) * _normalise(b)).sum(-1)
         return float(scores[0]) if single_source and single_target else scores.astype(float).tolist()

@@ -78,8 +78,8 @@ class EmbeddingPredictAdapter(ServingAdapter):
         return {"oneOf": [_VECTOR, {"type": "array", "items": _VECTOR}]}
 
 
-class EmbedAdapter(_TeiErrors):
-    """TEI's POST /embed."""
+class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
+    """TEI's POST /embed: /predict's vectors with TEI's body, answer and error shapes."""
 
     summary = "Sentence vectors (text-embeddings-inference's /embed)"
     output_description = "one vector per input, always a list of vectors"
@@ -97,12 +97,6 @@ class EmbedAdapter(_TeiErrors):
         costs = [_text_cost(t, truncate, served.max_length) for t in items]
         return Parsed(items, single, {}, (("normalize", normalize), ("truncate", truncate)),
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
-
-    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
-        return list(_embed(served, items, **dict(key)))
-
-    def shape(self, output: Any, params: dict[str, Any]) -> Any:
-        return np.asarray(output, dtype=np.float32).tolist()
 
     def respond(self, shaped: list[Any], parsed: Parsed) -> Any:
         return shaped  # TEI answers a list of vectors, also for one text
