@@ -23,6 +23,9 @@ from nlp.tasks.embedding.pipeline import EmbeddingIndex, FeatureExtractionPipeli
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _task_fixtures import wordpiece_tokenizer  # noqa: E402
+# a spawned process unpickles its function by module name: a top-level module on the sys.path the
+# children inherit, not this test module (whose importlib name `tests.tasks...` they cannot import)
+from _info_nce_worker import info_nce_worker  # noqa: E402
 
 TEXTS = ["今天天气很好", "明天会下雨吗", "这家餐厅的服务非常好", "北京大学在北京", "张三在上海工作"]
 
@@ -108,25 +111,6 @@ def test_cosent_prefers_the_right_order():
     assert cosent(a, right, torch.tensor([2.0, 2.0])).item() == pytest.approx(0.0, abs=1e-7)
 
 
-def _dp_worker(rank: int, world: int, port: int, q, p, out_dir: str) -> None:
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        sizes = [3, 2]  # unequal: the last batch of an epoch
-        start = sum(sizes[:rank])
-        ql = q[start:start + sizes[rank]].clone().requires_grad_(True)
-        pl = p[start:start + sizes[rank]].clone().requires_grad_(True)
-        loss = info_nce(ql, pl, None, 0.1)
-        # the Trainer weights each process's mean loss by its examples (loss_units): sum, then
-        # divide by the global count, as one process over the whole batch would
-        (loss * sizes[rank] / sum(sizes)).backward()
-        torch.save({"loss": loss.detach(), "gq": ql.grad, "gp": pl.grad}, f"{out_dir}/rank{rank}.pt")
-    finally:
-        dist.barrier()
-        dist.destroy_process_group()
-
-
 def test_info_nce_gathers_negatives_across_processes(tmp_path):
     """Two gloo processes, each with its share of the batch: the weighted losses and the
     gradients equal one process's on the whole batch (the global batch is the negative pool)."""
@@ -137,7 +121,7 @@ def test_info_nce_gathers_negatives_across_processes(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.start_processes(_dp_worker, args=(2, port, q, p, str(tmp_path)), nprocs=2, join=True, start_method="spawn")
+    mp.start_processes(info_nce_worker, args=(2, port, q, p, str(tmp_path)), nprocs=2, join=True, start_method="spawn")
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
     qa, pa = q.clone().requires_grad_(True), p.clone().requires_grad_(True)

@@ -1,0 +1,26 @@
+"""The per-process half of test_embedding's cross-process InfoNCE test (spawned by name)."""
+
+from __future__ import annotations
+
+import torch
+
+from nlp.tasks.embedding.heads import info_nce
+
+
+def info_nce_worker(rank: int, world: int, port: int, q, p, out_dir: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        sizes = [3, 2]  # unequal: the last batch of an epoch
+        start = sum(sizes[:rank])
+        ql = q[start:start + sizes[rank]].clone().requires_grad_(True)
+        pl = p[start:start + sizes[rank]].clone().requires_grad_(True)
+        loss = info_nce(ql, pl, None, 0.1)
+        # the Trainer weights each process's mean loss by its examples (loss_units): sum, then
+        # divide by the global count, as one process over the whole batch would
+        (loss * sizes[rank] / sum(sizes)).backward()
+        torch.save({"loss": loss.detach(), "gq": ql.grad, "gp": pl.grad}, f"{out_dir}/rank{rank}.pt")
+    finally:
+        dist.barrier()
+        dist.destroy_process_group()
