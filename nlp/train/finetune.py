@@ -395,6 +395,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[spec.feature_length(f) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
+        saved_with_model=(tokenizer,),
         loss_units=spec.loss_units(model),
         callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process),
                    final, *callbacks],
@@ -402,7 +403,6 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     result = trainer.train()
     scores = final.scores
     if trainer.accelerator.is_main_process:
-        tokenizer.save_pretrained(result.model_dir)
         if data.label_names is not None:
             with atomic_write(run_dir / "labels.txt", "w", encoding="utf-8") as f:
                 f.write("\n".join(data.label_names) + "\n")

@@ -417,11 +417,9 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
                       eval_collate_fn=eval_collate,
                       compute_metrics=_mlm_accuracy if eval_set is not None else None,
                       preprocess_logits=_labelled_predictions,
-                      batch_sampler=sampler, run_files=list(files),
+                      batch_sampler=sampler, run_files=list(files), saved_with_model=(tok,),
                       callbacks=[_WriteRunFiles(files), *callbacks])
     result = trainer.train()
-    if state.is_main_process:
-        tok.save_pretrained(result.model_dir)
     return PretrainResult(result, result.model_dir, len(rows), rows.num_tokens, parameters)
 
 

@@ -21,6 +21,8 @@ import gc
 import json
 import logging
 import math
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +116,7 @@ class Trainer:
         batch_sampler: EpochBatchSampler | None = None,
         loss_units: Callable[[Mapping[str, Any]], int | None] | None = None,
         run_files: Sequence[str] = (),
+        saved_with_model: Sequence[Any] = (),
         callbacks: Sequence[Any] = (),
     ) -> None:
         self.settings = settings
@@ -135,6 +138,7 @@ class Trainer:
         self.label_keys, self.callbacks = tuple(label_keys), list(callbacks)
         self.loss_units = loss_units or functools.partial(count_loss_units, label_keys=self.label_keys)
         self.run_files = tuple(run_files)
+        self.saved_with_model = tuple(saved_with_model)  # e.g. the tokenizer: in model/ before it is visible
         self.sampler = batch_sampler or self._build_sampler(lengths)
         if len(self.sampler) == 0:
             raise ConfigError(
@@ -309,22 +313,19 @@ class Trainer:
 
     def save_model(self, directory: str | Path) -> Path:
         """Export the (unwrapped) model: save_pretrained when the model has it, else
-        model.safetensors. Main process only; the others wait (a sharded model is first gathered
-        into the main process's CPU memory, every process taking part)."""
+        model.safetensors, plus each of `saved_with_model`'s save_pretrained (the tokenizer).
+        The directory is written whole under a temporary name and renamed into place, so a reader
+        never sees a half model (a model without its tokenizer files); a model directory this run
+        saved before is replaced. Main process only; the others wait (a sharded model is first
+        gathered into the main process's CPU memory, every process taking part)."""
         directory = Path(directory)
         model = self.accelerator.unwrap_model(self._model)
         full = full_model_state(model) if is_sharded(model) else None
         if self.accelerator.is_main_process:
-            directory.mkdir(parents=True, exist_ok=True)
-            import safetensors.torch
-
-            if hasattr(model, "save_pretrained"):
-                model.save_pretrained(directory, **({} if full is None else {"state_dict": full}))
-            elif full is not None:
-                safetensors.torch.save_file({k: v.contiguous() for k, v in full.items()},
-                                            str(directory / "model.safetensors"))
-            else:
-                safetensors.torch.save_model(model, str(directory / "model.safetensors"))
+            with _directory_written_whole(directory) as tmp:
+                _save_weights(model, tmp, full)
+                for extra in self.saved_with_model:
+                    extra.save_pretrained(tmp)
         self.accelerator.wait_for_everyone()
         return directory
 
@@ -673,6 +674,38 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- set-up helpers
+
+
+@contextlib.contextmanager
+def _directory_written_whole(directory: Path) -> Iterator[Path]:
+    """Yield a temporary sibling of `directory` (`.tmp-NAME`, which run_dir recognises as a
+    temporary) to write into; on success it replaces `directory` by renames (the old one, which
+    this run wrote, is moved aside first and removed last); on failure it is removed."""
+    tmp = directory.parent / f".tmp-{directory.name}"
+    old = directory.parent / f".tmp-{directory.name}-replaced"
+    for stale in (tmp, old):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if directory.exists():
+        os.replace(directory, old)
+    os.replace(tmp, directory)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _save_weights(model: torch.nn.Module, directory: Path, full: Mapping[str, torch.Tensor] | None) -> None:
+    import safetensors.torch
+
+    if hasattr(model, "save_pretrained"):
+        model.save_pretrained(directory, **({} if full is None else {"state_dict": full}))
+    elif full is not None:
+        safetensors.torch.save_file({k: v.contiguous() for k, v in full.items()}, str(directory / "model.safetensors"))
+    else:
+        safetensors.torch.save_model(model, str(directory / "model.safetensors"))
 
 
 def _check_metric_hook(s: TrainSettings, compute_metrics: ComputeMetrics | None, eval_dataset: Any) -> None:

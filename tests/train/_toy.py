@@ -102,7 +102,7 @@ def settings(output_dir, **overrides):
     return from_dict(TrainSettings, base)
 
 
-def make_trainer(output_dir, *, model_seed=0, n=48, callbacks=(), **overrides):
+def make_trainer(output_dir, *, model_seed=0, n=48, callbacks=(), saved_with_model=(), **overrides):
     from nlp.train import Trainer
 
     torch.manual_seed(model_seed)
@@ -114,6 +114,7 @@ def make_trainer(output_dir, *, model_seed=0, n=48, callbacks=(), **overrides):
         collate_fn=collate,
         eval_dataset=make_dataset(16, seed=1),
         compute_metrics=accuracy,
+        saved_with_model=saved_with_model,
         callbacks=callbacks,
     )
 

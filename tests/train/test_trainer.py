@@ -181,6 +181,41 @@ def test_run_directory_artefacts(tmp_path):
     assert [r["step"] for r in evals if r["type"] == "eval"] == [4, 6, 8, 12]  # every 4 + epoch ends
 
 
+class _TokenizerFiles:
+    """Stands for the tokenizer saved with the model: records whether model/ was visible while it
+    was being written, and can fail like a full disk."""
+
+    def __init__(self, final_dir: Path, fail: bool = False) -> None:
+        self.final_dir, self.fail, self.model_visible_meanwhile = final_dir, fail, None
+
+    def save_pretrained(self, directory) -> None:
+        self.model_visible_meanwhile = self.final_dir.exists() and not (self.final_dir / "old-marker").exists()
+        (Path(directory) / "tokenizer_config.json").write_text("{}", encoding="utf-8")
+        if self.fail:
+            raise OSError("disk full")
+
+
+def test_the_model_directory_appears_whole_with_its_tokenizer(tmp_path):
+    """Issue 24: a run's model/ became visible before its tokenizer files. Written whole under a
+    temporary name, then renamed; a failed save leaves the previous model/ as it was."""
+    out = tmp_path / "a"
+    tok = _TokenizerFiles(out / "model")
+    result = _toy.make_trainer(out, saved_with_model=[tok]).train()
+    assert tok.model_visible_meanwhile is False
+    assert sorted(p.name for p in result.model_dir.iterdir()) == ["model.safetensors", "tokenizer_config.json"]
+    assert [p.name for p in out.iterdir() if p.name.startswith(".tmp")] == []
+    (result.model_dir / "old-marker").write_text("the model saved before", encoding="utf-8")
+    trainer = _toy.make_trainer(tmp_path / "b", saved_with_model=[_TokenizerFiles(out / "model", fail=True)])
+    with pytest.raises(OSError, match="disk full"):
+        trainer.save_model(out / "model")
+    assert (out / "model" / "old-marker").is_file()  # the previous model/ is untouched
+    assert [p.name for p in out.iterdir() if p.name.startswith(".tmp")] == []
+    replacing = _TokenizerFiles(out / "model")
+    _toy.make_trainer(tmp_path / "c", saved_with_model=[replacing]).save_model(out / "model")
+    assert replacing.model_visible_meanwhile is False  # the old one stayed in place until the rename
+    assert not (out / "model" / "old-marker").exists() and (out / "model" / "tokenizer_config.json").is_file()
+
+
 def test_evaluate_and_predict_keep_dataset_order(tmp_path):
     trainer = _toy.make_trainer(tmp_path / "a")
     data = _toy.make_dataset(10, seed=3)
