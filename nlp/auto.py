@@ -203,8 +203,10 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         raise TypeError(f"tokenizer must be a hub name, a local directory or a Tokenizer; "
                         f"got {type(tokenizer).__name__} {tokenizer!r:.60}")
     tokenizer_dir = resolve(tokenizer, **hub_kwargs) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
-    if isinstance(model_dir, Path) and _is_export_dir(model_dir):
-        model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
+    if isinstance(model_dir, Path):
+        _advise_backend(model_dir, kwargs.get("device"))
+        if _is_export_dir(model_dir):
+            model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
     with _refetch_hint(model):
         return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
 
@@ -231,6 +233,20 @@ def default_model(task: str) -> str:
     logger.warning("No model was given for %r: using its default, %r (shipped with the package; pass model= "
                    "to choose another)", task, name)
     return name
+
+
+_ADVISED: set[str] = set()  # backend advice already given in this process
+
+
+def _advise_backend(model_dir: Path, device: Any) -> None:
+    """Log, once per process and advice, which backend runs faster on this CPU when `model_dir`
+    is not it (`nlp.deploy.backend_advice`, the rule `nlp serve` prints at start-up)."""
+    from nlp.deploy.server_model import backend_advice
+
+    advice = backend_advice(model_dir, device="cpu" if device in (-1, "cpu") else device)
+    if advice is not None and advice not in _ADVISED:
+        _ADVISED.add(advice)
+        logger.warning("%s", advice)
 
 
 def _is_export_dir(path: Path) -> bool:

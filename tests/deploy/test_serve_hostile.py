@@ -430,6 +430,28 @@ def test_the_faster_backend_for_this_cpu_is_recommended(models, request):
     assert backend_advice(exports["text-classification"], device="cpu", cpu_flags=["amx_bf16"]) is None
 
 
+def test_nlp_pipeline_recommends_the_faster_backend_once(models, monkeypatch, caplog):
+    """nlp.pipeline gives the same advice as `nlp serve`, as one warning per process."""
+    import nlp
+    from nlp import auto
+    from nlp.deploy import server_model
+
+    monkeypatch.setattr(server_model, "cpu_bf16_flags", lambda: ["avx512_bf16"])  # a CPU without AMX
+    monkeypatch.setattr(auto, "_ADVISED", set())
+    run = models["text-classification"]
+    with caplog.at_level("WARNING", logger="nlp.auto"):
+        assert nlp.pipeline("text-classification", model=run)("很好")[0]["label"]
+        nlp.pipeline("text-classification", model=run, device="cpu")
+    advice = [r.getMessage() for r in caplog.records if "no AMX" in r.getMessage()]
+    assert len(advice) == 1 and f"nlp export {run} --out EXPORT --quantize int8" in advice[0]
+    caplog.clear()
+    monkeypatch.setattr(server_model, "cpu_bf16_flags", lambda: ["avx512_bf16", "amx_bf16"])
+    monkeypatch.setattr(auto, "_ADVISED", set())
+    with caplog.at_level("WARNING", logger="nlp.auto"):
+        nlp.pipeline("text-classification", model=run)
+    assert not [r for r in caplog.records if "AMX" in r.getMessage()]
+
+
 def test_a_request_that_makes_too_many_windows_is_413(models):
     """64 texts of 100,000 characters each (within --max-inputs and --max-text-chars) made one
     job of ~50,000 windows that held the worker for minutes; a request's windows are bounded."""
