@@ -53,8 +53,8 @@ from nlp.tasks.datasets.inews import INEWS_LABELS, build_inews
 from nlp.tasks.datasets.msra import MSRA_ENTITY_TYPES, build_msra
 from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
 
-__all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "split_of_text",
-           "package_info", "register_dataset"]
+__all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "peoples_daily_sentences",
+           "peoples_daily_splits", "entity_spans", "split_of_text", "package_info", "register_dataset"]
 
 _VERSION = "1"
 
@@ -143,15 +143,22 @@ _SENT_END = {"。", "！", "？"}
 _CLOSERS = {"”", "’", "」", "』", "）", ")", "》"}
 
 
-def parse_peoples_daily_line(line: str) -> tuple[str | None, list[tuple[list[str], list[tuple[str, int, int]]]]]:
-    """Parse one corpus line into (document id or None, sentences of (chars, entity spans))."""
+Unit = tuple[list[str], list[str], "str | None"]  # (words, POS tags, a bracketed compound's outer tag)
+
+
+def peoples_daily_sentences(line: str) -> tuple[str | None, list[list[Unit]]]:
+    """Parse one corpus line into (document id or None, sentences); a sentence is a list of
+    units, each ``(words, pos tags, outer tag)``: one word with ``outer`` None, or a bracketed
+    compound (``[中共/nt 中央/n]nt``) with its words and its outer tag. Sentences end after 。！？
+    and the closing quotes and brackets that follow. Every reader of the corpus (NER here, the
+    lexical-analysis task's words and POS) cuts it through this function, so their sentences
+    are the same."""
     toks = line.split()
     doc = None
     if toks and _ID.match(toks[0]):
         doc = toks[0][:-2].rsplit("-", 1)[0]  # date-page-article
         toks = toks[1:]
-    # units: (words, pos tags, outer tag or None); a compound is one unit
-    units: list[tuple[list[str], list[str], str | None]] = []
+    units: list[Unit] = []
     open_unit: tuple[list[str], list[str]] | None = None
     for tok in toks:
         outer = None
@@ -174,26 +181,34 @@ def parse_peoples_daily_line(line: str) -> tuple[str | None, list[tuple[list[str
             units.append(([word], [tag], None))
     if open_unit is not None:  # an unclosed bracket: read its tokens one by one
         units.extend(([w], [t], None) for w, t in zip(*open_unit))
+    sentences: list[list[Unit]] = []
+    current: list[Unit] = []
+    i = 0
+    while i < len(units):
+        current.append(units[i])
+        i += 1
+        if current[-1][0][-1] in _SENT_END:
+            while i < len(units) and units[i][2] is None and units[i][0][0] in _CLOSERS:
+                current.append(units[i])
+                i += 1
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return doc, sentences
 
-    sentences = []
+
+def entity_spans(units: list[Unit]) -> tuple[list[str], list[tuple[str, int, int]]]:
+    """The characters of one sentence and its PER/LOC/ORG spans ``(type, start, end inclusive)``
+    under the rules of the module docstring (nr/ns/nt, surname + given name, compounds)."""
     chars: list[str] = []
     spans: list[tuple[str, int, int]] = []
     pending_nr: tuple[int, int] | None = None  # a surname waiting for its given name
-
-    def flush():
-        nonlocal chars, spans
-        if chars:
-            sentences.append((chars, spans))
-        chars, spans = [], []
-
-    i = 0
-    while i < len(units):
-        words, tags, outer = units[i]
+    for i, (words, tags, outer) in enumerate(units):
         if outer in _ENTITY_TYPES:
             text = "".join(words)
             spans.append((_ENTITY_TYPES[outer], len(chars), len(chars) + len(text) - 1))
             chars.extend(text)
-            i += 1
             continue
         for word, tag in zip(words, tags):
             start = len(chars)
@@ -210,32 +225,41 @@ def parse_peoples_daily_line(line: str) -> tuple[str | None, list[tuple[list[str
                     continue
             if tag in _ENTITY_TYPES:
                 spans.append((_ENTITY_TYPES[tag], start, len(chars) - 1))
-        i += 1
-        if words[-1] in _SENT_END and pending_nr is None:
-            while i < len(units) and units[i][2] is None and units[i][0][0] in _CLOSERS:
-                chars.extend(units[i][0][0])
-                i += 1
-            flush()
-    flush()
-    return doc, sentences
+    return chars, spans
 
 
-def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
-    (path,) = paths
+def parse_peoples_daily_line(line: str) -> tuple[str | None, list[tuple[list[str], list[tuple[str, int, int]]]]]:
+    """Parse one corpus line into (document id or None, sentences of (chars, entity spans))."""
+    doc, sentences = peoples_daily_sentences(line)
+    return doc, [entity_spans(units) for units in sentences]
+
+
+def peoples_daily_splits(path: Path) -> tuple[dict[str, list[tuple[str, list[Unit]]]], dict]:
+    """The sentences of the corpus file by split, ``{"train": [(sentence id, units), ...], "dev":
+    ..., "test": ...}``, and what was skipped: documents in file order, the first 80% train, the
+    next 10% dev, the last 10% test (the split of every dataset read from this file)."""
     docs: dict[str, list] = {}
     skipped: Counter = Counter()
     for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if not line.strip():
             skipped["blank lines"] += 1
             continue
-        doc, sentences = parse_peoples_daily_line(line)
+        doc, sentences = peoples_daily_sentences(line)
         doc = doc or f"line{lineno:06d}"
         docs.setdefault(doc, []).extend((f"{lineno}-{k}", s) for k, s in enumerate(sentences))
-    names = label_list(_ENTITY_TYPES.values(), "BIO")
-    tag2id = {t: i for i, t in enumerate(names)}
     order = list(docs)
     n = len(order)
     cut1, cut2 = round(n * 0.8), round(n * 0.9)
+    parts = {"train": order[:cut1], "dev": order[cut1:cut2], "test": order[cut2:]}
+    return ({split: [s for d in ids for s in docs[d]] for split, ids in parts.items()},
+            {"documents": {split: len(ids) for split, ids in parts.items()}, "skipped": dict(skipped)})
+
+
+def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
+    (path,) = paths
+    splits, info = peoples_daily_splits(path)
+    names = label_list(_ENTITY_TYPES.values(), "BIO")
+    tag2id = {t: i for i, t in enumerate(names)}
     feats = datasets.Features({
         "id": datasets.Value("string"),
         "tokens": datasets.Sequence(datasets.Value("string")),
@@ -243,20 +267,20 @@ def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]
     })
     dsd = datasets.DatasetDict()
     counts = {}
-    for split, doc_ids in (("train", order[:cut1]), ("dev", order[cut1:cut2]), ("test", order[cut2:])):
+    for split, sentences in splits.items():
         cols: dict[str, list] = {"id": [], "tokens": [], "ner_tags": []}
         ents: Counter = Counter()
-        for doc in doc_ids:
-            for sid, (chars, spans) in docs[doc]:
-                tags = tags_from_spans(spans, len(chars), "BIO")
-                cols["id"].append(sid)
-                cols["tokens"].append(chars)
-                cols["ner_tags"].append([tag2id[t] for t in tags])
-                ents.update(t for t, _, _ in get_entities(tags))
+        for sid, units in sentences:
+            chars, spans = entity_spans(units)
+            tags = tags_from_spans(spans, len(chars), "BIO")
+            cols["id"].append(sid)
+            cols["tokens"].append(chars)
+            cols["ner_tags"].append([tag2id[t] for t in tags])
+            ents.update(t for t, _, _ in get_entities(tags))
         dsd[split] = datasets.Dataset.from_dict(cols, features=feats)
-        counts[split] = {"rows": len(cols["id"]), "documents": len(doc_ids),
+        counts[split] = {"rows": len(cols["id"]), "documents": info["documents"][split],
                          "characters": sum(map(len, cols["tokens"])), "entities": dict(sorted(ents.items()))}
-    return dsd, {"splits": counts, "skipped": dict(skipped)}
+    return dsd, {"splits": counts, "skipped": info["skipped"]}
 
 
 def _build_zh_ner(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
