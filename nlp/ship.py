@@ -27,7 +27,7 @@ from nlp import hub
 from nlp._common import ConfigError
 from nlp.hub.builtin_cards import builtin_card, write_card_block
 from nlp.hub.registry import find_card
-from nlp.models.release import file_digests
+from nlp.models.release import WEIGHT_FORMATS, file_digests
 from nlp.tasks.release import read_finetuned_run, write_release
 
 __all__ = ["ShipResult", "ship", "SHIPPED_NAME"]
@@ -68,14 +68,17 @@ def _check_name(name: str, base: str | None) -> None:
 
 def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None = None,
          assets_dir: str | os.PathLike | None = None, cards_file: str | os.PathLike | None = None,
-         package: str = "nlp") -> ShipResult:
+         package: str = "nlp", weights: str = "fp16") -> ShipResult:
     """Write `assets_dir/<name>/` (default: nlp/assets) from a finished fine-tuning run and put its
     card into `cards_file` (default: nlp/hub/cards.yaml) with a `builtin` source (`package`,
     path `<assets_dir name>/<name>`, relative to the package's folder). The card is also
-    registered in this process. `license` defaults to the base model's card licence."""
+    registered in this process. `license` defaults to the base model's card licence. `weights`:
+    "fp16", or "int8" (2-D weights as int8 rows with a scale each; nlp/models/_int8_weights.py)."""
     import nlp
     from nlp.tasks.datasets import BUILTIN
 
+    if weights not in WEIGHT_FORMATS:
+        raise ConfigError(f"weights={weights!r}; valid: {', '.join(WEIGHT_FORMATS)}")
     run = read_finetuned_run(run_or_model_dir)
     base = run.base_model
     _check_name(name, base)
@@ -92,7 +95,7 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
     stage = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".shipping", dir=assets))
     old = None
     try:
-        write_release(run, stage, name=name, license=license,
+        write_release(run, stage, name=name, license=license, weights=weights,
                       base_description=base_card.description if base_card is not None else "",
                       data_source=dataset.source if dataset is not None else "")
         os.chmod(stage, 0o755)  # mkdtemp's 0700 would hide the folder from other users of the package

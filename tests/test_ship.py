@@ -135,6 +135,43 @@ def test_default_pipelines_resolve_the_shipped_models(runs, package, caplog):
     assert root not in snapshot.parents and (snapshot / "model.safetensors").is_file()
 
 
+def test_int8_weights_halve_the_file_and_load_as_fp32(runs, package):
+    """`--weights int8`: 2-D weights as int8 rows with a scale each; `from_pretrained` gives fp32
+    weights within half a grid step of each row, and the pipeline's answers stay the same."""
+    import torch
+    from safetensors import safe_open
+
+    from nlp.tasks.ner import ErnieForTokenClassification
+
+    pkg, root = package
+    run = runs["token-classification"]
+    fp16 = _ship(run, "ernie-tiny-zh-ner", package).files["model.safetensors"]["size"]
+    r = ship(run, "ernie-tiny-zh-ner", license="mit", assets_dir=root / "assets", cards_file=root / "cards.yaml",
+             package=pkg, weights="int8")
+    folder = r.folder
+    assert r.files["model.safetensors"]["size"] < 0.6 * fp16
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        assert f.metadata()["format"] == "nlp-int8-rowwise"  # transformers refuses this format by name
+        assert f.get_tensor("classifier.weight").dtype == torch.int8 and "classifier.weight.int8_scale" in f.keys()
+        assert f.get_tensor("classifier.bias").dtype == torch.float32
+    original = ErnieForTokenClassification.from_pretrained(run / "model")
+    loaded = ErnieForTokenClassification.from_pretrained(folder)
+    for (name, a), b in zip(original.state_dict().items(), loaded.state_dict().values()):
+        assert b.dtype == torch.float32
+        if a.dim() == 2:  # within half a step of the row's int8 grid
+            step = a.abs().amax(dim=1, keepdim=True) / 127
+            assert ((a - b).abs() <= step / 2 + 1e-6).all(), name
+        else:
+            torch.testing.assert_close(a, b)
+    assert "int8 rows" in (folder / "README.md").read_text(encoding="utf-8")
+    text = "江泽民在北京会见了克林顿。"
+    assert [e["text"] for e in nlp.pipeline("ner", model=str(folder))(text)] == \
+        [e["text"] for e in nlp.pipeline("ner", model=str(run / "model"))(text)]
+    with pytest.raises(ConfigError, match="weights='int4'; valid: fp16, int8"):
+        ship(run, "ernie-tiny-zh-ner", license="mit", assets_dir=root / "assets", cards_file=root / "cards.yaml",
+             package=pkg, weights="int4")
+
+
 def test_a_corrupted_shipped_file_fails_verification(runs, package):
     _, root = package
     _ship(runs["token-classification"], "ernie-tiny-zh-ner", package)

@@ -24,6 +24,7 @@ examples:
 maintainers: ship a finished fine-tuning run inside the package, as a builtin hub model
   nlp hub ship runs/sentiment-reviews --name ernie-tiny-zh-sentiment
   nlp hub ship runs/ner-zh --name ernie-tiny-zh-ner
+  nlp hub ship runs/lexical-peoples-daily --name ernie-tiny-zh-lexical --weights int8
       # writes nlp/assets/NAME/ (fp16 weights, config, tokenizer, README.md with the run's
       # dev/test figures) and NAME's card in nlp/hub/cards.yaml (sha256 + size of every file)
 
@@ -177,7 +178,7 @@ def _ship(args: argparse.Namespace) -> int:
     from nlp.ship import ship
 
     r = ship(args.run, args.name, license=args.license, assets_dir=args.assets_dir,
-             cards_file=args.cards_file, package=args.package)
+             cards_file=args.cards_file, package=args.package, weights=args.weights)
     for name, f in r.files.items():
         print(f"  {name:<26} {_human(f['size']):>9}  sha256 {f['sha256']}")
     print(f"shipped {r.name}: {r.folder} ({_human(r.total_bytes)}), card in {r.cards_file} "
@@ -243,4 +244,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--assets-dir", default=None, help="where the model folder goes (default: the package's nlp/assets)")
     p.add_argument("--cards-file", default=None, help="the cards file to update (default: the package's nlp/hub/cards.yaml)")
     p.add_argument("--package", default="nlp", help="the Python package holding --assets-dir (the builtin source's package)")
+    p.add_argument("--weights", choices=("fp16", "int8"), default="fp16",
+                   help="fp16 (default; transformers reads it) or int8 rows with a scale each (half the size; "
+                        "read by this toolkit only), where the package's 50 MB would not hold another fp16 model")
     p.set_defaults(func=_ship)

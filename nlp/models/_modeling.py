@@ -23,6 +23,7 @@ from torch import nn
 
 from nlp._common import ConfigError, atomic_write
 
+from ._int8_weights import INT8_FORMAT, dequantize_rows
 from .config import CONFIG_NAME, ErnieConfig
 
 __all__ = ["PreTrainedEncoder", "EncoderOutput", "MaskedLMOutput", "WeightsFileError", "WEIGHTS_NAME", "PT_WEIGHTS_NAME"]
@@ -106,12 +107,20 @@ def _unreadable(path: Path, err: Exception) -> WeightsFileError:
 def _read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     st = directory / WEIGHTS_NAME
     if st.is_file():
-        from safetensors.torch import load_file
+        from safetensors import safe_open
 
         try:
-            return load_file(str(st))
+            with safe_open(str(st), framework="pt") as f:
+                metadata = f.metadata() or {}
+                state = {k: f.get_tensor(k) for k in f.keys()}
         except Exception as err:  # SafetensorError has no useful base class
             raise _unreadable(st, err) from err
+        if metadata.get("format") == INT8_FORMAT:  # a compact release copy (nlp/models/_int8_weights.py)
+            try:
+                return dequantize_rows(state)
+            except ValueError as err:
+                raise WeightsFileError(f"weights file {st} is not a valid int8 weights file: {err}", st) from None
+        return state
     pt = directory / PT_WEIGHTS_NAME
     if pt.is_file():
         # weights_only: a pickle that names any global other than tensors is refused.

@@ -87,15 +87,15 @@ def read_finetuned_run(path: str | Path) -> FinetunedRun:
 
 
 def write_release(run: FinetunedRun, dst: str | Path, *, name: str, license: str,
-                  base_description: str = "", data_source: str = "") -> None:
-    """Write the release folder: fp16 weights, config.json (label names included), the tokenizer
-    files and README.md (`model_card_markdown`)."""
+                  base_description: str = "", data_source: str = "", weights: str = "fp16") -> None:
+    """Write the release folder: fp16 (or int8-row, `weights="int8"`) weights, config.json (label
+    names included), the tokenizer files and README.md (`model_card_markdown`)."""
     spec = get_task(run.task)
     model = spec.head.from_pretrained(run.model_dir)
-    write_release_copy(model, run.model_dir, dst)
+    write_release_copy(model, run.model_dir, dst, weights=weights)
     params = sum(p.numel() for p in model.parameters())
     text = model_card_markdown(run, name=name, license=license, parameters=params,
-                               base_description=base_description, data_source=data_source)
+                               base_description=base_description, data_source=data_source, weights=weights)
     (Path(dst) / "README.md").write_text(text, encoding="utf-8")
 
 
@@ -114,8 +114,15 @@ def _results_table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+_WEIGHTS_TEXT = {
+    "fp16": "weights in fp16 safetensors",
+    "int8": "weights stored as int8 rows with an fp32 scale each, loaded as fp32 by `from_pretrained`; "
+            "transformers does not read this file",
+}
+
+
 def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameters: int,
-                        base_description: str = "", data_source: str = "") -> str:
+                        base_description: str = "", data_source: str = "", weights: str = "fp16") -> str:
     """The README.md of a shipped task model: what it is, its base model, data, recipe, dev/test
     figures (read from the run's results.json), use, licence, and how it was made."""
     spec = get_task(run.task)
@@ -128,7 +135,7 @@ def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameter
         f"# {name}",
         "",
         f"A {spec.name} model fine-tuned from `{base}` on `{dataset}`, shipped inside the `nlp` package "
-        "(weights in fp16 safetensors, sha256-verified by the hub's builtin source; no download).",
+        f"({_WEIGHTS_TEXT[weights]}, sha256-verified by the hub's builtin source; no download).",
         "",
         "| | |",
         "| --- | --- |",
