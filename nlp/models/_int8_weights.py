@@ -22,7 +22,6 @@ __all__ = ["INT8_FORMAT", "SCALE_SUFFIX", "quantize_rows", "dequantize_rows"]
 
 INT8_FORMAT = "nlp-int8-rowwise"
 SCALE_SUFFIX = ".int8_scale"
-_MIN_ELEMENTS = 1024  # smaller 2-D tensors (none in an ERNIE model) are not worth a scale each
 
 
 def quantize_rows(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -31,7 +30,7 @@ def quantize_rows(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor
     for name, t in tensors.items():
         if name.endswith(SCALE_SUFFIX):
             raise ValueError(f"tensor name {name!r} ends with {SCALE_SUFFIX!r}, which marks the scales")
-        if t.is_floating_point() and t.dim() == 2 and t.numel() >= _MIN_ELEMENTS:
+        if t.is_floating_point() and t.dim() == 2:
             w = t.detach().float()
             scale = (w.abs().amax(dim=1) / 127.0).clamp(min=1e-12)  # (rows,)
             out[name] = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
