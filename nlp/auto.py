@@ -172,7 +172,8 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     `owner/repo` id or a local directory, or a model object / backend already loaded. An export
     directory (written by `nlp export`) runs on onnxruntime, with the same outputs as the
     PyTorch model it came from. Other keywords go to the task's pipeline.
-    "word-segmentation" needs no model: `nlp.pipeline("word-segmentation", user_dict=...)`.
+    A task's model-free pipelines are named by `model=` (its spec's `builtin_pipelines`):
+    `nlp.pipeline("word-segmentation", model="jieba", user_dict=...)`.
     With no model, a task with a default uses it (`default_model`): "sentiment-analysis" /
     "text-classification" -> ernie-tiny-zh-sentiment, "ner" / "token-classification" ->
     ernie-tiny-zh-ner, shipped inside the package (sha256-verified, offline).
@@ -189,6 +190,10 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         if model is not None or tokenizer is not None:
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
         return spec.pipeline(**kwargs)
+    if isinstance(model, str) and model in spec.builtin_pipelines:  # a model-free pipeline of the task
+        if tokenizer is not None:
+            raise ConfigError(f"model={model!r} of {task!r} needs no tokenizer; drop tokenizer=")
+        return spec.builtin_pipelines[model](**kwargs)
     if model is None:
         model = default_model(task)
     hub_kwargs, kwargs = _split_kwargs(kwargs)
@@ -224,7 +229,7 @@ def default_model(task: str) -> str:
         listed = ", ".join(f"{t} ({m})" for t, m in defaults.items()) or "none"
         raise ConfigError(f"{task!r} has no default model: pass model= (a hub name, an owner/repo id or a local "
                           f"directory, e.g. a fine-tuned run's model/). Tasks with a default model: {listed}; "
-                          f"model-free tasks: {', '.join(n for n, s in TASKS.items() if not s.needs_model)}")
+                          f"model-free: {_model_free(TASKS)}")
     name = spec.default_model
     if hub.registry.find_card(name) is None:
         raise HubError(f"the default model of {task!r}, {name!r}, is not shipped in this installation (the hub "
@@ -249,6 +254,13 @@ def _advise_backend(model_dir: Path, device: Any) -> None:
         logger.warning("%s", advice)
 
 
+def _model_free(tasks: dict[str, Any]) -> str:
+    """The tasks and pipelines that need no model, for messages."""
+    found = [n for n, s in tasks.items() if not s.needs_model]
+    found += [f"{n} (model={m!r})" for n, s in tasks.items() for m in s.builtin_pipelines]
+    return ", ".join(found) or "none"
+
+
 def _is_export_dir(path: Path) -> bool:
     from nlp.deploy import is_export_dir
 
@@ -266,7 +278,7 @@ def _export_backend(task: str, directory: Path, kwargs: dict[str, Any]):
         raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider here; "
                           "leave device out, or load the PyTorch run directory for a GPU")
     backend = OnnxBackend(directory)
-    if get_task(task).name != backend.task:
+    if get_task(task).head is not get_task(backend.task).head:  # tasks sharing one head share its exports
         raise ConfigError(f"{str(directory)!r} is an export of a {backend.task} model; "
                           f"it cannot run as {get_task(task).name!r}")
     return backend

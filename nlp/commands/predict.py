@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     args.model = model_or_default(args.model, args.task)
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
-    if backend is not None and args.task is not None and get_task(args.task).name != backend.task:
+    # tasks sharing one head (lexical analysis, POS tagging, segmentation) share its exports
+    if backend is not None and args.task is not None and get_task(args.task).head is not get_task(backend.task).head:
         raise ConfigError(f"{args.model} is an export of a {backend.task} model; it cannot run as {args.task!r}. "
                           "Leave --task out, or export a model of that task")
     rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k,

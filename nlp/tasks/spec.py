@@ -63,6 +63,9 @@ class TaskSpec:
     # the hub name `nlp.pipeline(task)` and `nlp predict --task` use when no model is given: a
     # fine-tuned model shipped inside the package (`nlp hub ship`); None: the task has no default
     default_model: ClassVar[str | None] = None
+    # pipelines of the task that need no model, by the name passed as `model=`: word segmentation's
+    # "jieba"; `nlp.pipeline(task, model=NAME, **options)` calls the factory with the options
+    builtin_pipelines: ClassVar[dict[str, Callable[..., Any]]] = {}
     pipeline: ClassVar[type]  # the inference pipeline class (nlp/tasks/<task>/pipeline.py, a base_pipeline.Pipeline)
     # the suffix of a saved head's config.json `architectures` entry (transformers' names):
     # "ErnieForTokenClassification" -> this task, for `nlp evaluate` / `nlp predict`
