@@ -25,7 +25,9 @@ from nlp.ship import ship
 
 from train._recipe_fixtures import tiny_overrides
 
-DEFAULTS = {"text-classification": "ernie-tiny-zh-sentiment", "token-classification": "ernie-tiny-zh-ner"}
+DEFAULTS = {"text-classification": "ernie-tiny-zh-sentiment", "token-classification": "ernie-tiny-zh-ner",
+            "lexical-analysis": "ernie-tiny-zh-lexical", "pos-tagging": "ernie-tiny-zh-lexical",
+            "word-segmentation": "ernie-tiny-zh-lexical"}
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +253,8 @@ def test_a_default_that_is_not_shipped_says_so(package):
 def test_a_task_without_a_default_lists_the_tasks_that_have_one(isolated_hub):
     with pytest.raises(ConfigError, match=r"'question-answering' has no default model.*"
                                           r"text-classification \(ernie-tiny-zh-sentiment\), "
-                                          r"token-classification \(ernie-tiny-zh-ner\)"):
+                                          r"token-classification \(ernie-tiny-zh-ner\), "
+                                          r"lexical-analysis \(ernie-tiny-zh-lexical\)"):
         nlp.pipeline("question-answering")
     assert nlp.tasks.registry.default_models() == DEFAULTS
 

@@ -30,9 +30,9 @@ from typing import Any
 from nlp._common import ConfigError, UnknownNameError, did_you_mean
 from nlp.tasks.classification.spec import CLASSIFICATION
 from nlp.tasks.embedding.spec import FEATURE_EXTRACTION, SENTENCE_SIMILARITY
+from nlp.tasks.lexical.spec import LEXICAL_ANALYSIS, POS_TAGGING, WORD_SEGMENTATION
 from nlp.tasks.ner.spec import TOKEN_CLASSIFICATION
 from nlp.tasks.qa.spec import QUESTION_ANSWERING
-from nlp.tasks.segmentation.spec import WORD_SEGMENTATION
 from nlp.tasks.spec import DEFAULT_TASK, TaskSpec
 
 __all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "register_task", "get_task", "list_tasks",
@@ -66,7 +66,7 @@ def register_task(spec: TaskSpec) -> TaskSpec:
 
 
 for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING, FEATURE_EXTRACTION, SENTENCE_SIMILARITY,
-              WORD_SEGMENTATION):
+              LEXICAL_ANALYSIS, POS_TAGGING, WORD_SEGMENTATION):
     register_task(_spec)
 
 _plugins_loaded: set[str] = set()  # plugin modules / entry points imported so far
@@ -142,14 +142,15 @@ def task_of_architecture(architecture: str) -> TaskSpec | None:
 
 
 def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None, batch_size: int = 8,
-             max_length: int | None = None) -> Any:
+             max_length: int | None = None, **options: Any) -> Any:
     """A pipeline for `task` ("text-classification", "token-classification", "question-answering",
     or an alias such as "ner", "qa", "sentiment-analysis") from a local directory or model object.
 
     `tokenizer` defaults to the model's directory. Hub names are resolved by `nlp.pipeline`.
-    A model-free task (word segmentation) is built by `nlp.pipeline(task, **options)`.
+    A model-free task is built by `nlp.pipeline(task, **options)`. `options` are the task
+    pipeline's own keywords (the lexical pipelines' `user_dict`).
     """
     spec = get_task(task)
     if not spec.needs_model:
         raise ConfigError(f"{spec.name!r} needs no model: call nlp.pipeline({spec.name!r}, **options)")
-    return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length)
+    return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length, **options)

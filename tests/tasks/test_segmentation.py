@@ -1,4 +1,5 @@
-"""The word-segmentation pipeline: offsets, user dictionaries, both backends, input checks."""
+"""The jieba word segmenter (`nlp.pipeline("word-segmentation", model="jieba")`): offsets, user
+dictionaries, both backends, input checks. The neural default: tests/tasks/test_lexical.py."""
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_user_dict_as_words_and_as_a_file(tmp_path):
 
 
 def test_inputs_lists_empty_and_type_errors():
-    seg = nlp.pipeline("word-segmentation")
+    seg = nlp.pipeline("word-segmentation", model="jieba")
     assert isinstance(seg, WordSegmentationPipeline)
     assert seg([]) == [] and seg("") == [] and seg("   ") == []
     assert [[w["word"] for w in r] for r in seg(["你好", "谢谢"])] == [["你好"], ["谢谢"]]
@@ -55,7 +56,9 @@ def test_inputs_lists_empty_and_type_errors():
         seg(None)
     with pytest.raises(TypeError, match="user_dict words must be strings"):
         WordSegmentationPipeline(user_dict=["好", 1])
-    with pytest.raises(ConfigError, match="needs no model"):
-        nlp.pipeline("word-segmentation", model="ernie-tiny-zh")
-    with pytest.raises(ConfigError, match="no default model.*model-free tasks: word-segmentation"):
+    with pytest.raises(ConfigError, match="needs no tokenizer"):
+        nlp.pipeline("word-segmentation", model="jieba", tokenizer="ernie-tiny-zh")
+    with pytest.raises(ConfigError, match=r"no default model.*model-free: word-segmentation \(model='jieba'\)"):
         nlp.pipeline("question-answering")
+    # jieba options pass through; the jieba segmenter is one argument away from the neural default
+    assert nlp.pipeline("cws", model="jieba", user_dict=["飞桨"])("飞桨") == [{"word": "飞桨", "start": 0, "end": 2}]

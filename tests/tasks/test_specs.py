@@ -47,12 +47,28 @@ def test_every_task_describes_itself(name):
         assert get_task(alias.upper()) is spec
 
 
-def test_model_free_tasks_share_the_one_registry():
+def test_model_free_tasks_and_pipelines_share_the_one_registry():
     spec = get_task("cws")
-    assert spec.name == "word-segmentation" and not spec.needs_model and "word-segmentation" in TASKS
-    assert spec.pipeline(user_dict=["飞桨"])("飞桨") == [{"word": "飞桨", "start": 0, "end": 2}]
-    with pytest.raises(ConfigError, match="needs no model"):
-        pipeline("word-segmentation", model="x")
+    assert spec.name == "word-segmentation" and spec.needs_model and "word-segmentation" in TASKS
+    jieba = spec.builtin_pipelines["jieba"]  # a model-free pipeline of a task, named by model=
+    assert jieba(user_dict=["飞桨"])("飞桨") == [{"word": "飞桨", "start": 0, "end": 2}]
+    assert nlp.pipeline("word-segmentation", model="jieba")("飞桨") == [{"word": "飞", "start": 0, "end": 1},
+                                                                      {"word": "桨", "start": 1, "end": 2}]
+
+    class Echo(TaskSpec):  # a task that needs no model at all
+        name = "echo-words"
+        needs_model = False
+        pipeline = staticmethod(lambda **options: (lambda text: text.split()))
+
+    register_task(Echo())
+    try:
+        assert nlp.pipeline("echo-words")("a b") == ["a", "b"]
+        with pytest.raises(ConfigError, match="needs no model"):
+            pipeline("echo-words", model="x")
+        with pytest.raises(ConfigError, match="needs no model"):
+            nlp.pipeline("echo-words", model="x")
+    finally:
+        TASKS.pop("echo-words")
 
 
 def test_export_outputs_name_the_heads_outputs():

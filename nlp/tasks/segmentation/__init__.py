@@ -1,6 +1,9 @@
-"""Word segmentation: jieba words with character offsets, no model needed.
+"""Word segmentation with jieba: words with character offsets, no model needed.
 
-    seg = nlp.pipeline("word-segmentation", user_dict=["飞桨"])
+The `word-segmentation` task (nlp/tasks/lexical/spec.py) runs the shipped neural lexical model by
+default; this segmenter is its model-free alternative, one argument away (fast, dictionary-based):
+
+    seg = nlp.pipeline("word-segmentation", model="jieba", user_dict=["飞桨"])
     seg("飞桨是深度学习平台")   # [{"word": "飞桨", "start": 0, "end": 2}, ...]
 """
 

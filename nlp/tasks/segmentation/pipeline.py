@@ -1,4 +1,5 @@
-"""`WordSegmentationPipeline`: Chinese word segmentation with character offsets.
+"""`WordSegmentationPipeline`: Chinese word segmentation with jieba, with character offsets
+(`nlp.pipeline("word-segmentation", model="jieba")`; the task's default is the neural model).
 
 The segmenter is the toolkit's jieba wrapper (`nlp.tokenizer.segmenter.JiebaSegmenter`): rjieba
 (Rust) when installed, else jieba, both on jieba's dictionary. HMM discovery of unknown words is

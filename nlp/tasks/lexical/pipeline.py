@@ -1,0 +1,218 @@
+"""The lexical pipelines: words, POS and entities with character offsets, over texts of any length.
+
+    lac = nlp.pipeline("lexical-analysis")          # the shipped ernie-tiny-zh-lexical
+    lac("江泽民在北京发表讲话")
+    # {"words": [{"word": "江", "start": 0, "end": 1, "pos": "nr"}, ...],
+    #  "entities": [{"type": "PER", "text": "江泽民", "start": 0, "end": 3}, {"type": "LOC", ...}]}
+    nlp.pipeline("pos-tagging")("...")          # [{"word", "start", "end", "pos"}, ...]
+    nlp.pipeline("word-segmentation")("...")    # [{"word", "start", "end"}, ...]
+
+How a text is read: each character that is not white space is fed to the model as a word of its
+own (the NER alignment, nlp/tasks/ner/preprocess.py); a text longer than one window runs as
+overlapping windows (`stride` tokens shared), all windows of all texts batched together, and each
+character takes its scores from the window where it has the most context on both sides. The
+whole text is then decoded at once (Viterbi under the B/I/E/S x POS constraints, or the model's
+CRF), so a word is never cut where two windows meet and no character is lost or doubled.
+
+Offsets index the text as given: ``text[w["start"]:w["end"]] == w["word"]``. White space is in
+no word and ends the word before it; every other character (emoji, Latin, digits, full-width
+forms, zero-width characters) is in exactly one word (`nlp.tasks.lexical.tags.words_from_tags`).
+User dictionaries: nlp/tasks/lexical/userdict.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlp._common import ConfigError
+from nlp.tasks.backend import CRF_KEYS
+from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
+from nlp.tasks.lexical.heads import ErnieForLexicalAnalysis
+from nlp.tasks.lexical.tags import (
+    POSITIONS,
+    SYMBOL_POS,
+    Word,
+    entities_from_words,
+    words_from_tags,
+)
+from nlp.tasks.lexical.userdict import UserDictionary, UserDictSource
+from nlp.tasks.ner.heads import decode_tags
+
+__all__ = ["LexicalAnalysisPipeline", "PosTaggingPipeline", "SegmentationPipeline"]
+
+_DECODE_TEXTS = 64  # texts decoded together (padded to the longest of them)
+
+
+class LexicalAnalysisPipeline(Pipeline):
+    """Per text ``{"words": [{"word", "start", "end", "pos"}], "entities": [{"type", "text", "start", "end"}]}``."""
+
+    task = "lexical-analysis"
+    head_class = ErnieForLexicalAnalysis
+
+    def __init__(self, model: Any, tokenizer: Any = None, *, user_dict: UserDictSource = None, **kwargs: Any) -> None:
+        super().__init__(model, tokenizer, **kwargs)
+        id2label = self.config.id2label or {}
+        names = [id2label.get(i) for i in range(self.config.num_labels)]
+        bad = [n for n in names if not isinstance(n, str) or n[:2] not in {f"{p}-" for p in POSITIONS} or len(n) < 3]
+        if bad:
+            raise ConfigError(f"{self.task!r} needs a model whose labels are B-/I-/E-/S-POS tags (a lexical-analysis "
+                              f"model); this one has {names[:6]}... (e.g. {bad[0]!r})")
+        self._pos_of = [n[2:] for n in names]  # label id -> POS
+        self._prefix_of = [n[0] for n in names]
+        self.user_dict = UserDictionary.load(user_dict)
+
+    def add_word(self, word: str, pos: str | None = None) -> None:
+        """Add a user word (kept whole; `pos` forces its part of speech)."""
+        self.user_dict.add(word, pos)
+
+    def __call__(self, texts: str | Sequence[str], *, stride: int | None = None) -> Any:
+        batch, single = as_batch(texts, "text")
+        check_unicode(batch, "text", single)
+        results = [self._shape(text, words) for text, words in zip(batch, self.analyse(batch, stride=stride))]
+        return results[0] if single else results
+
+    def _shape(self, text: str, words: list[Word]) -> Any:
+        return {"words": [{"word": text[s:e], "start": s, "end": e, "pos": p} for s, e, p in words],
+                "entities": [{"type": t, "text": text[s:e], "start": s, "end": e}
+                             for t, s, e in entities_from_words(words)]}
+
+    # ------------------------------------------------------------------ the analysis
+
+    def analyse(self, texts: list[str], *, stride: int | None = None) -> list[list[Word]]:
+        """The words ``(start, end, pos)`` of each text, user dictionary applied."""
+        room = self.max_length - 2
+        stride = max(1, room // 4) if stride is None else stride
+        if isinstance(stride, bool) or not isinstance(stride, int) or not 0 <= stride < room:
+            raise ConfigError(f"stride={stride!r} must be an int in [0, {room}) for max_length={self.max_length}")
+        chars = [[i for i, c in enumerate(t) if not c.isspace()] for t in texts]
+        emissions = self._emissions([[texts[k][i] for i in chars[k]] for k in range(len(texts))], stride)
+        tags = self._decode(emissions)
+        out = []
+        for text, positions, em, ids in zip(texts, chars, emissions, tags):
+            per_char: list[str | None] = [None] * len(text)
+            for i, tag in zip((positions[j] for j in range(len(positions)) if em[1][j]), ids):
+                per_char[i] = f"{self._prefix_of[tag]}-{self._pos_of[tag]}"
+            words = words_from_tags(text, per_char)
+            if len(self.user_dict):
+                words = self._apply_user_dict(text, words, positions, em)
+            out.append(words)
+        return out
+
+    def _emissions(self, texts: list[list[str]], stride: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, (scores (n_chars, L), tagged (n_chars,) bool): each character's logits from
+        the window where it is most central; `tagged` False where no window has a token for it."""
+        L = self.config.num_labels
+        out = [(np.zeros((len(t), L), np.float32), np.zeros(len(t), bool)) for t in texts]
+        todo = [k for k, t in enumerate(texts) if t]
+        if not todo:
+            return out
+        enc = self.tokenizer([texts[k] for k in todo], is_split_into_words=True, truncation=True,
+                             max_length=self.max_length, stride=stride, return_overflowing_tokens=True)
+        n_rows = len(enc["input_ids"])
+        word_ids = [enc.word_ids(r) for r in range(n_rows)]
+        sample = enc["overflow_to_sample_mapping"]
+        rows = [r for r in range(n_rows) if any(w is not None for w in word_ids[r])]
+        if not rows:
+            return out
+        logits = self._forward([{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in rows])
+        best: list[dict[int, int]] = [{} for _ in todo]  # char -> centrality of the window it came from
+        for lg, r in zip(logits, rows):
+            wids = word_ids[r]
+            content = [t for t, w in enumerate(wids) if w is not None]
+            lo, hi = content[0], content[-1]
+            k = sample[r]
+            scores, tagged = out[todo[k]]
+            prev = None
+            for t, w in enumerate(wids):
+                if w is None or w == prev:
+                    prev = w
+                    continue
+                prev = w
+                centrality = min(t - lo, hi - t)
+                if w not in best[k] or centrality > best[k][w]:
+                    best[k][w] = centrality
+                    scores[w] = lg[t]
+                    tagged[w] = True
+        return out
+
+    def _decode(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
+        """The best well-formed tag ids of each text's tagged characters (texts of similar length
+        decoded together)."""
+        crf = self.backend.crf
+        crf = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
+        out: list[list[int]] = [[] for _ in emissions]
+        order = sorted((k for k, (_, m) in enumerate(emissions) if m.any()), key=lambda k: len(emissions[k][0]))
+        for i in range(0, len(order), _DECODE_TEXTS):
+            group = order[i:i + _DECODE_TEXTS]
+            T = max(len(emissions[k][0]) for k in group)
+            scores = torch.zeros((len(group), T, self.config.num_labels))
+            mask = torch.zeros((len(group), T), dtype=torch.bool)
+            for j, k in enumerate(group):
+                em, tagged = emissions[k]
+                scores[j, :len(em)] = torch.from_numpy(em)
+                mask[j, :len(em)] = torch.from_numpy(tagged)
+            for k, path in zip(group, decode_tags(scores, mask, self.config.id2label, crf=crf)):
+                out[k] = path
+        return out
+
+    def _apply_user_dict(self, text: str, words: list[Word], positions: list[int],
+                         emissions: tuple[np.ndarray, np.ndarray]) -> list[Word]:
+        """Each user-word match as one word; model words outside the matches unchanged, a word that
+        straddles a match's edge cut back to its characters outside it."""
+        matches = self.user_dict.find(text)
+        if not matches:
+            return words
+        index = {c: j for j, c in enumerate(positions)}  # text offset -> row of the emissions
+        out: list[Word] = []
+        for s, e, p in words:
+            pieces = [(s, e)]
+            for ms, me, _ in matches:
+                pieces = [q for a, b in pieces for q in ((a, min(b, ms)), (max(a, me), b)) if q[0] < q[1]]
+            out += [(a, b, p) for a, b in pieces]
+        for ms, me, pos in matches:
+            out.append((ms, me, pos if pos is not None else self._best_pos(ms, me, index, emissions)))
+        return sorted(out)
+
+    def _best_pos(self, start: int, end: int, index: dict[int, int], emissions: tuple[np.ndarray, np.ndarray]) -> str:
+        """The POS whose B I.. E (or S) tags score best over the tagged characters of text[start:end]."""
+        scores, tagged = emissions
+        rows = [index[c] for c in range(start, end) if c in index and tagged[index[c]]]
+        if not rows:
+            return SYMBOL_POS
+        logp = torch.log_softmax(torch.from_numpy(scores[rows]), dim=-1).numpy()  # (n, L)
+        want = ["S"] if len(rows) == 1 else ["B", *["I"] * (len(rows) - 2), "E"]
+        best, best_pos = -np.inf, SYMBOL_POS
+        for pos in dict.fromkeys(self._pos_of):
+            total = 0.0
+            for j, prefix in enumerate(want):
+                total += logp[j, self._label_id(prefix, pos)]
+            if total > best:
+                best, best_pos = total, pos
+        return best_pos
+
+    def _label_id(self, prefix: str, pos: str) -> int:
+        if not hasattr(self, "_ids"):
+            self._ids = {(pr, po): i for i, (pr, po) in enumerate(zip(self._prefix_of, self._pos_of))}
+        return self._ids[(prefix, pos)]
+
+
+class PosTaggingPipeline(LexicalAnalysisPipeline):
+    """Per text ``[{"word", "start", "end", "pos"}, ...]``."""
+
+    task = "pos-tagging"
+
+    def _shape(self, text: str, words: list[Word]) -> Any:
+        return [{"word": text[s:e], "start": s, "end": e, "pos": p} for s, e, p in words]
+
+
+class SegmentationPipeline(LexicalAnalysisPipeline):
+    """Per text ``[{"word", "start", "end"}, ...]`` (the shape of the jieba segmenter's output)."""
+
+    task = "word-segmentation"
+
+    def _shape(self, text: str, words: list[Word]) -> Any:
+        return [{"word": text[s:e], "start": s, "end": e} for s, e, _ in words]

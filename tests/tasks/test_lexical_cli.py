@@ -1,0 +1,94 @@
+"""The lexical tasks through the `nlp` command, as for NER: fine-tune a few steps on the built-in
+peoples-daily-1998-lexical (from the shipped ernie-tiny-zh), evaluate, predict (lexical analysis
+and, from the same run, word segmentation), export (fp32 and int8) and serve."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from cli_server import cli_server, nlp_env, run_nlp
+
+import nlp
+
+ERNIE_TINY = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
+RECIPE = Path(nlp.__file__).parent / "recipes" / "lexical-peoples-daily.yaml"
+TEXTS = ["江泽民在北京发表新年讲话。", "１９９８年1月，Hello 世界😀！", "中国人民银行"]
+
+
+def _nlp(*args: str) -> subprocess.CompletedProcess:
+    return run_nlp(*args)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("lexical")
+    _nlp("finetune", str(RECIPE), f"model.name={ERNIE_TINY}", f"train.output_dir={tmp / 'run'}", "train.max_steps=4",
+         "data.max_train_samples=64", "data.max_eval_samples=32", "data.max_length=64", "train.data.batch_size=16",
+         "train.eval.every_steps=4", "train.mixed_precision=no", "train.optim.lr=3e-3",
+         "train.log.progress_bar=false", "train.log.tensorboard=false", "train.log.plots=false")
+    return tmp
+
+
+def test_it_trains_evaluates_and_predicts_each_task(run):
+    results = json.loads((run / "run" / "results.json").read_text(encoding="utf-8"))
+    assert results["task"] == "lexical-analysis" and results["summary"]["metric"] == "word_f1"
+    for split in ("dev", "test"):
+        assert set(results[split]) >= {"word_f1", "pos_accuracy", "word_pos_f1", "entity_f1"}
+        assert 0.0 < results[split]["word_f1"] <= 1.0
+    config = json.loads((run / "run" / "model" / "config.json").read_text(encoding="utf-8"))
+    assert config["architectures"] == ["ErnieForLexicalAnalysis"] and len(config["id2label"]) == 168
+    scores = json.loads(_nlp("evaluate", str(run / "run"), "--data", "test", "--max-samples", "32").stdout)
+    assert scores["word_f1"] == pytest.approx(results["test"]["word_f1"], abs=1e-6)
+    path = run / "in.txt"
+    path.write_text("\n".join([TEXTS[0], "", TEXTS[1]]) + "\n", encoding="utf-8")
+    lines = [json.loads(x) for x in _nlp("predict", str(run / "run"), "--input", str(path)).stdout.splitlines()]
+    assert lines[1] == {"text": "", "analysis": {"words": [], "entities": []}}
+    words = lines[2]["analysis"]["words"]
+    assert [w["word"] for w in words] and all(TEXTS[1][w["start"]:w["end"]] == w["word"] for w in words)
+    segs = [json.loads(x) for x in _nlp("predict", str(run / "run"), "--task", "word-segmentation",
+                                        "--input", str(path)).stdout.splitlines()]
+    assert segs[1]["words"] == [] and segs[2]["words"] == [{k: w[k] for k in ("word", "start", "end")} for w in words]
+
+
+@pytest.mark.parametrize("quantize", [None, "int8"])
+def test_export_runs_every_lexical_task(run, quantize):
+    out = run / f"export-{quantize or 'fp32'}"
+    _nlp("export", str(run / "run"), "--out", str(out), *(["--quantize", quantize] if quantize else []))
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["task"] == "lexical-analysis"
+    local = nlp.pipeline("pos-tagging", model=str(run / "run" / "model"))(TEXTS)
+    exported = nlp.pipeline("pos-tagging", model=str(out))(TEXTS)  # a task sharing the head runs its export
+    seg = nlp.pipeline("word-segmentation", model=str(out))(TEXTS)
+    for text, words in zip(TEXTS, seg):
+        assert "".join(w["word"] for w in words) == text.replace(" ", "")
+    if quantize is None:
+        assert exported == local
+    else:  # int8: most words agree
+        same = sum(w in b for a, b in zip(exported, local) for w in a)
+        assert same >= 0.7 * sum(map(len, local))
+    path = run / "in-export.txt"
+    path.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    lines = [json.loads(x) for x in _nlp("predict", str(out), "--task", "word-segmentation", "--input",
+                                         str(path)).stdout.splitlines()]
+    assert [r["words"] for r in lines] == seg
+
+
+def test_it_serves_word_segmentation_from_a_lexical_run(run):
+    with cli_server(str(run / "run"), ["--task", "word-segmentation", "--precision", "fp32", "--device", "cpu"],
+                    env=nlp_env()) as url:
+        local = nlp.pipeline("word-segmentation", model=str(run / "run" / "model"))
+        r = httpx.post(url + "/predict", json={"inputs": TEXTS}, timeout=60)
+        assert r.status_code == 200, r.text
+        assert r.json() == local(TEXTS)
+        one = httpx.post(url + "/predict", json={"inputs": TEXTS[0]}, timeout=60)
+        assert one.status_code == 200 and one.json() == local(TEXTS[0])
+        for body, match in (({"inputs": " "}, "empty"), ({"inputs": 3}, "must be a string"),
+                            ({"inputs": "好", "parameters": {"top_k": 1}}, "unknown parameter 'top_k'")):
+            bad = httpx.post(url + "/predict", json=body, timeout=60)
+            assert bad.status_code == 422 and match in bad.text, bad.text
+        doc = httpx.get(url + "/openapi.json", timeout=30).json()
+        assert "/predict" in doc["paths"]
