@@ -63,6 +63,7 @@ class LexicalAnalysisPipeline(Pipeline):
                               f"model); this one has {names[:6]}... (e.g. {bad[0]!r})")
         self._pos_of = [n[2:] for n in names]  # label id -> POS
         self._prefix_of = [n[0] for n in names]
+        self._label_ids = {(n[0], n[2:]): i for i, n in enumerate(names)}  # (B/I/E/S, POS) -> label id
         self.user_dict = UserDictionary.load(user_dict)
 
     def add_word(self, word: str, pos: str | None = None) -> None:
@@ -187,17 +188,10 @@ class LexicalAnalysisPipeline(Pipeline):
         want = ["S"] if len(rows) == 1 else ["B", *["I"] * (len(rows) - 2), "E"]
         best, best_pos = -np.inf, SYMBOL_POS
         for pos in dict.fromkeys(self._pos_of):
-            total = 0.0
-            for j, prefix in enumerate(want):
-                total += logp[j, self._label_id(prefix, pos)]
+            total = sum(logp[j, self._label_ids[(prefix, pos)]] for j, prefix in enumerate(want))
             if total > best:
                 best, best_pos = total, pos
         return best_pos
-
-    def _label_id(self, prefix: str, pos: str) -> int:
-        if not hasattr(self, "_ids"):
-            self._ids = {(pr, po): i for i, (pr, po) in enumerate(zip(self._prefix_of, self._pos_of))}
-        return self._ids[(prefix, pos)]
 
 
 class PosTaggingPipeline(LexicalAnalysisPipeline):
