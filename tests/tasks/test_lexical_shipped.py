@@ -1,0 +1,61 @@
+"""The shipped lexical model, ernie-tiny-zh-lexical (int8-row weights in nlp/assets): the default
+of `word-segmentation`, `pos-tagging` and `lexical-analysis`, offline, through Python and the CLI;
+its word F1 on held-out People's Daily sentences through the pipeline (raw text in)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import nlp
+from cli_server import run_nlp
+from nlp.tasks.lexical import POS_TAGS, SegmentationPipeline, lexical_metrics
+from nlp.tasks.segmentation import WordSegmentationPipeline
+
+TEXT = "江泽民在北京人民大会堂发表１９９８年新年讲话。"
+
+
+@pytest.fixture(scope="module")
+def seg():
+    return nlp.pipeline("word-segmentation")
+
+
+def test_word_segmentation_defaults_to_the_shipped_neural_model(seg):
+    assert isinstance(seg, SegmentationPipeline) and type(seg.model).__name__ == "ErnieForLexicalAnalysis"
+    words = [w["word"] for w in seg(TEXT)]
+    assert words[:3] == ["江", "泽民", "在"] and "北京" in words and "讲话" in words  # PKU's standard: 江/泽民
+    assert isinstance(nlp.pipeline("word-segmentation", model="jieba"), WordSegmentationPipeline)
+    lac = nlp.pipeline("lexical-analysis")(TEXT)
+    assert {"type": "PER", "text": "江泽民", "start": 0, "end": 3} in lac["entities"]
+    assert {"type": "LOC", "text": "北京", "start": 4, "end": 6} in lac["entities"]
+    assert all(w["pos"] in POS_TAGS for w in lac["words"])
+
+
+def test_held_out_word_f1_through_the_pipeline(seg):
+    """Raw test sentences in, words out (windows, offsets, decoding: what a user gets), against
+    the gold words of the first 400 test sentences; the full-split figures are in docs/lexical.md."""
+    from nlp.tasks import datasets as nds
+
+    test = nds.load("peoples-daily-1998-lexical", "test").select(range(400))
+    names = test.features["pos"].feature.names
+    texts = ["".join(ws) for ws in test["words"]]
+    gold, pred = [], []
+    pos = nlp.pipeline("pos-tagging", model=seg.model, tokenizer=seg.tokenizer)
+    for ws, ps, out in zip(test["words"], test["pos"], pos(texts)):
+        off, g = 0, []
+        for w, p in zip(ws, ps):
+            g.append((off, off + len(w), names[p]))
+            off += len(w)
+        gold.append(g)
+        pred.append([(w["start"], w["end"], w["pos"]) for w in out])
+    m = lexical_metrics(gold, pred)
+    assert m["word_f1"] > 0.93 and m["pos_accuracy"] > 0.93, m
+
+
+def test_predict_word_segmentation_with_no_model(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text(TEXT + "\n\n", encoding="utf-8")
+    rows = [json.loads(x) for x in run_nlp("predict", "--task", "word-segmentation", "--input", str(path)).stdout.splitlines()]
+    assert rows[1] == {"text": "", "words": []}
+    assert rows[0]["words"] == nlp.pipeline("word-segmentation")(TEXT)
