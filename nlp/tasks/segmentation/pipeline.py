@@ -20,30 +20,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
-from nlp._common import ConfigError, DataError
+from nlp.tasks.lexical.userdict import read_user_dictionary
 from nlp.tokenizer.segmenter import JiebaSegmenter
 
 __all__ = ["WordSegmentationPipeline", "read_user_dict"]
 
 
 def read_user_dict(path: str | os.PathLike) -> list[str]:
-    """The words of a jieba-format user dictionary file (DataError names a bad line)."""
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise ConfigError(f"user_dict {str(path)!r} is not a file; give a path to a jieba user "
-                          "dictionary (one 'word [freq] [tag]' a line) or a list of words")
-    words = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) > 3:
-            raise DataError(f"{path}:{lineno}: expected 'word [frequency] [tag]', got {line!r}")
-        words.append(parts[0])
-    return words
+    """The words of a jieba-format user dictionary file (``word [frequency] [tag]`` a line; the
+    one reader of that format, shared with the lexical pipelines: DataError names a bad line)."""
+    return list(read_user_dictionary(path))
 
 
 class WordSegmentationPipeline:
