@@ -1,4 +1,4 @@
-"""`nlp export RUN_OR_MODEL --out DIR [--quantize int8] [--opset N]`: ONNX for onnxruntime."""
+"""`nlp export RUN_OR_MODEL --out DIR [--quantize int8|int8-static] [--opset N]`: ONNX for onnxruntime."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import argparse
 EPILOG = """examples:
   nlp export runs/sentiment-reviews --out export/sentiment            # fp32 ONNX
   nlp export runs/sentiment-reviews --out export/sentiment-int8 --quantize int8
+  nlp export runs/sentiment-reviews --out export/sentiment-s8 --quantize int8-static   # calibrated on 300 dev texts
+  nlp export runs/ner --out export/ner-s8 --quantize int8-static --calibration-size 500
+  nlp export my_model/ --out export/s8 --quantize int8-static --calibration reviews-zh --calibration-split dev
   nlp export runs/ner/model --out export/ner --opset 20 --force       # replace an existing DIR
   nlp export runs/ner --out export/ner-portable --attention standard  # standard ONNX ops only (other runtimes)
   nlp predict export/sentiment-int8 --input reviews.txt               # then use it like a run
@@ -16,7 +19,9 @@ DIR gets model.onnx (weights inside; above 1 GiB of weights beside it in model.o
 config.json with the label names, the tokenizer files, crf.safetensors for an NER model with a
 CRF, the run's recipe.yaml, and manifest.json (task, inputs/outputs, opset, precision, source,
 sha256 of every file). The export is checked against PyTorch on real texts before DIR appears.
-See docs/deploy.md.
+int8-static calibrates the activation scales on --calibration-size examples of --calibration
+(default: the run's dev split) and scores the rest of that split, PyTorch beside int8 (the
+figures go to the manifest). See docs/deploy.md and docs/compress.md.
 """
 
 
@@ -25,12 +30,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", metavar="RUN_OR_MODEL", help="a run directory (train.output_dir) or a model directory")
     p.add_argument("--out", required=True, metavar="DIR", help="the export directory to create")
-    p.add_argument("--quantize", choices=["int8"], default=None,
-                   help="int8: onnxruntime dynamic quantization (int8 weights); default fp32")
+    p.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
+                   help="int8: onnxruntime dynamic quantization (int8 weights); int8-static: calibrated "
+                        "activation scales too (static quantization); default fp32")
+    p.add_argument("--calibration", default="dev", metavar="DATA",
+                   help="int8-static: the examples to calibrate on: a split of the run's own data (dev, the "
+                        "default; test, train), a dataset name (with --calibration-split) or a labelled file")
+    p.add_argument("--calibration-split", default="dev", metavar="SPLIT",
+                   help="int8-static: the split of a --calibration dataset name (default: dev)")
+    p.add_argument("--calibration-size", type=int, default=None, metavar="N",
+                   help="int8-static: examples to calibrate on (default 300); the rest of the split is scored")
     p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
-    p.add_argument("--attention", choices=["fused", "standard"], default="fused",
-                   help="fused (default): each layer's attention as one onnxruntime Attention node (QAttention "
-                        "in int8; runs on onnxruntime only); standard: standard ONNX ops, for other runtimes")
+    p.add_argument("--attention", choices=["fused", "standard"], default=None,
+                   help="fused (default; standard for int8-static, which has no kernel for the fused node): each "
+                        "layer's attention as one onnxruntime Attention node (QAttention in int8; runs on "
+                        "onnxruntime only); standard: standard ONNX ops, for other runtimes")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists (only once the new export passed)")
     p.set_defaults(func=run)
@@ -41,9 +55,22 @@ def run(args: argparse.Namespace) -> int:
 
     from nlp.deploy import export_model
 
+    from nlp._common import ConfigError
+
+    calibration = None
+    if args.quantize == "int8-static":
+        from nlp.train.calibration import DEFAULT_CALIBRATION_SIZE, calibration_split
+
+        size = DEFAULT_CALIBRATION_SIZE if args.calibration_size is None else args.calibration_size
+        print(f"reading {size} calibration examples from {args.calibration} ...", file=sys.stderr)
+        calibration = calibration_split(args.model, args.calibration, split=args.calibration_split, size=size,
+                                        task=args.task)
+    elif args.calibration_size is not None or args.calibration != "dev" or args.calibration_split != "dev":
+        raise ConfigError("--calibration, --calibration-split and --calibration-size are for --quantize int8-static "
+                          f"only (got --quantize {args.quantize or 'none: fp32'})")
     print(f"exporting {args.model} -> {args.out} ...", file=sys.stderr)
     r = export_model(args.model, args.out, quantize=args.quantize, opset=args.opset, task=args.task,
-                     force=args.force, attention=args.attention)
+                     force=args.force, attention=args.attention, calibration=calibration)
     fp32 = r.check["fp32"]
     print(f"exported {r.task} model ({r.precision}, opset {r.opset}) to {r.out} in {r.seconds:.0f} s")
     print(f"  check on {fp32['texts']} texts: fp32 max |ONNX - PyTorch| = {fp32['max_abs_diff']:.2e} (limit 1e-4)")
@@ -54,5 +81,13 @@ def run(args: argparse.Namespace) -> int:
               f"{r.model_bytes / r.fp32_bytes:.0%} of fp32 ({r.fp32_bytes / 1e6:.1f} MB)")
     else:
         print(f"  model {r.model_bytes / 1e6:.1f} MB")
+    held = r.check.get("held_out")
+    if held:
+        ours = ", ".join(f"{k} {v:.4f}" for k, v in held["metrics"].items() if isinstance(v, float))
+        ref = ", ".join(f"{k} {v:.4f}" for k, v in held["pytorch_metrics"].items() if isinstance(v, float))
+        print(f"  calibrated on {calibration.source}")
+        print(f"  on the {held['examples']} other examples ({held['data']}): labels agree with PyTorch on "
+              f"{held['label_agreement']:.2%}; int8-static {ours}")
+        print(f"    PyTorch fp32 {ref}")
     print(f"  use it: nlp predict {r.out} --input FILE;  nlp.pipeline({r.task!r}, model={str(r.out)!r})")
     return 0

@@ -2,6 +2,14 @@
 
     result = export_model("runs/ner", "export/ner")                       # fp32
     result = export_model("runs/ner", "export/ner-int8", quantize="int8")  # int8 weights
+    result = export_model("runs/ner", "export/ner-s8", quantize="int8-static",
+                          calibration=batches)                                # calibrated int8
+
+`calibration` (int8-static only): the batches whose activation ranges fix the scales, as a list of
+dicts of int64 arrays by input name, or an object with `.batches` (that list), `.source` (a
+description for the manifest) and optionally `.score(backend) -> dict`, called on the quantized
+model before the export is written (nlp.train.calibration builds one from a run's dev split and
+scores the examples it did not calibrate on; the manifest keeps the figures).
 
 The graph comes from `torch.onnx.export(..., dynamo=True)` (torch.export + onnxscript) of a
 small wrapper that returns the task's outputs as plain tensors, with dynamic batch and sequence
@@ -45,7 +53,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlp._common import ConfigError, DataError, NlpError, current_umask
+from nlp._common import ConfigError, DataError, NlpError, current_umask, did_you_mean
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
@@ -57,7 +65,7 @@ from nlp.tokenizer import load_tokenizer
 from .backend import DEPLOY_EXTRA, OnnxBackend
 from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
 from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, is_export_dir, read_manifest, unlisted_files, write_manifest
-from .quantize import QUANTIZE_CHOICES, quantize_int8
+from .quantize import QUANTIZE_CHOICES, check_calibration_batches, quantize_int8, quantize_int8_static
 
 __all__ = ["ExportError", "ExportResult", "export_model", "MIN_OPSET", "max_opset",
            "MODEL_FILE", "ATTENTION_CHOICES"]
@@ -380,19 +388,39 @@ def _check_trained_head(model_dir: Path, task: str | None) -> None:
                           "--task out to export the trained head, or fine-tune a model for that task first")
 
 
+def _static_attention(quantize: str | None, attention: str | None) -> str:
+    """The attention form: as given, else "standard" for int8-static (onnxruntime has no static
+    int8 kernel for the fused Attention node, whose qkv projection would stay float: measured
+    in docs/compress.md), else "fused"."""
+    if attention is not None:
+        return attention
+    return "standard" if quantize == "int8-static" else "fused"
+
+
 def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize: str | None = None,
                  opset: int | None = None, task: str | None = None, force: bool = False,
-                 texts: list[str] | None = None, attention: str = "fused") -> ExportResult:
+                 texts: list[str] | None = None, attention: str | None = None,
+                 calibration: Any = None) -> ExportResult:
     """Export the head model of a run or model directory to `out` (see the module docstring).
     `attention`: "fused" writes each layer's self-attention as one onnxruntime Attention node
-    (QAttention in int8); "standard" uses only standard ONNX ops, for other ONNX runtimes.
+    (QAttention in int8); "standard" uses only standard ONNX ops, for other ONNX runtimes;
+    None: fused, but standard for int8-static. `calibration`: int8-static's calibration batches
+    (see the module docstring).
 
     Raises ConfigError for bad arguments (before any work), ExportError when the exporter fails
     or the fp32 model's logits differ from PyTorch's by more than 1e-4 on the check texts."""
     started = time.perf_counter()
     out = Path(out).expanduser()
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
-        raise ConfigError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)} (or leave it out for fp32)")
+        raise ConfigError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)} (or leave it out for fp32)"
+                          f"{did_you_mean(str(quantize), QUANTIZE_CHOICES)}")
+    if (quantize == "int8-static") != (calibration is not None):
+        raise ConfigError("--quantize int8-static needs calibration data (a few hundred examples of the task: "
+                          "`nlp export RUN --quantize int8-static` takes them from the run's dev split, or give "
+                          "--calibration DATA)" if calibration is None else
+                          f"calibration data is used by --quantize int8-static only, not {quantize or 'fp32'}; "
+                          "leave it out or quantize statically")
+    attention = _static_attention(quantize, attention)
     _check_opset(opset)
     if attention not in ATTENTION_CHOICES:
         raise ConfigError(f"--attention {attention!r}: choose one of {', '.join(ATTENTION_CHOICES)}")
@@ -419,7 +447,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         tmp = _make_temp_dir(out)  # before any work: an --out that cannot be written fails now
         try:
             manifest, check, written_opset, fp32_bytes = _export_into(
-                tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts)
+                tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts, calibration)
             model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
             (tmp / _OWNER_FILE).unlink()
             _replace_dir(tmp, out, force)
@@ -433,9 +461,16 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
 
 def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: str, task: str, spec: TaskSpec,
                  quantize: str | None, opset: int | None, attention: str,
-                 texts: list[str] | None) -> tuple[dict[str, Any], dict[str, Any], int, int]:
+                 texts: list[str] | None, calibration: Any = None) -> tuple[dict[str, Any], dict[str, Any], int, int]:
     """Write the export into `tmp`: (manifest, check figures, opset written, fp32 model bytes)."""
     model = spec.head.from_pretrained(model_dir).eval()
+    batches = None
+    if calibration is not None:  # checked before the (slow) export
+        try:
+            batches = check_calibration_batches(getattr(calibration, "batches", calibration), spec.export_axes(),
+                                                model.config.vocab_size)
+        except ValueError as err:
+            raise ConfigError(f"{err}") from None
     tokenizer = load_tokenizer(model_dir)
     max_length = min(tokenizer.model_max_length, model.config.max_position_embeddings, 256)
     batch = check_batch(spec, tokenizer, max_length, texts or check_texts())
@@ -476,6 +511,19 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
         manifest["precision"] = "int8"
         manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes}
         check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
+    elif quantize == "int8-static":
+        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches)
+        for p in list(tmp.iterdir()):
+            if p.name.startswith(fp32_path.name):
+                p.unlink()
+        manifest["precision"] = "int8"
+        source_text = getattr(calibration, "source", None)
+        manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes,
+                                    **({"calibration": str(source_text)} if source_text else {})}
+        check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
+        score = getattr(calibration, "score", None)
+        if callable(score):  # e.g. the metric on the examples not calibrated on
+            check["held_out"] = _score(tmp, manifest, score)
     manifest["check"] = check
     manifest = write_manifest(tmp, manifest)
     return manifest, check, written_opset, fp32_bytes
@@ -488,6 +536,15 @@ def _check(directory: Path, manifest: dict[str, Any], model_file: str, batch: di
     try:
         backend = OnnxBackend(directory, verify=False)
         return compare_outputs(expected, backend(batch), batch["attention_mask"])
+    finally:
+        (directory / MANIFEST_NAME).unlink(missing_ok=True)
+
+
+def _score(directory: Path, manifest: dict[str, Any], score: Any) -> dict[str, Any]:
+    """`score(backend)` on the quantized model in `directory` (the caller's held-out figures)."""
+    write_manifest(directory, manifest)
+    try:
+        return dict(score(OnnxBackend(directory, verify=False)))
     finally:
         (directory / MANIFEST_NAME).unlink(missing_ok=True)
 

@@ -10,6 +10,7 @@ directory holds is `nlp.tasks.model_dirs.locate_model`'s answer, as for export a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, load_task
 from nlp.train.recipe import DataSection, Recipe, build_task_settings, check_recipe, migrate_recipe
 from nlp.train.schema import format_problems
 
-__all__ = ["evaluate_dir", "predict_file"]
+__all__ = ["evaluate_dir", "predict_file", "scoring_split", "ScoringSplit"]
 
 
 _SPLIT_NAMES = ("train", "dev", "validation", "test")
@@ -63,19 +64,40 @@ def _task_settings(spec: TaskSpec, run_recipe: dict[str, Any], overrides: dict[s
     return settings
 
 
-def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
-                 max_length: int | None = None, doc_stride: int | None = None,
-                 max_answer_length: int | None = None, batch_size: int | None = None,
-                 max_samples: int | None = None, backend: Backend | None = None,
-                 task_settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Metrics of a run's (or model directory's) model on a named dataset split or a file; `data`
-    may also be a split name ("test", "dev"), meaning that split of the run's own data.
-    With `backend` (an export directory's onnxruntime backend), `model` is that directory and
-    the backend computes the outputs; there is no loss then (the metrics only).
+@dataclass
+class ScoringSplit:
+    """A labelled split read and featurized for one model, as `nlp evaluate` scores it."""
 
-    Settings left out (`max_length`, `batch_size`, the task settings: `doc_stride`,
-    `max_answer_length`, or any in `task_settings`) default to the run's own (so that a run's
-    dev/test scores come out exactly as in its results.json), else to the library defaults."""
+    model_dir: Path
+    spec: TaskSpec
+    recipe: Recipe
+    labels: list[str] | None
+    tokenizer: Any
+    examples: Any  # datasets.Dataset
+    features: list[dict]
+    data: str
+    split: str
+    batch_size: int
+
+    def featurize(self, examples: Any) -> list[dict]:
+        """Features of other examples of this split (a subset), as the split's were made."""
+        return featurize(self.recipe, examples, self.tokenizer, self.labels, spec=self.spec)
+
+    def score(self, net: Any, examples: Any = None, features: list[dict] | None = None) -> dict[str, Any]:
+        """The loss (when `net` computes one) and task metrics of `net` on the split, or on
+        `examples` / `features` of it."""
+        examples = self.examples if examples is None else examples
+        features = self.features if features is None else features
+        metrics = TaskMetrics(self.spec, self.labels, net, self.recipe).use(examples, features)
+        return evaluate_model(net, metrics, features, self.spec.collator(self.tokenizer), batch_size=self.batch_size)
+
+
+def scoring_split(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
+                  max_length: int | None = None, doc_stride: int | None = None,
+                  max_answer_length: int | None = None, batch_size: int | None = None,
+                  max_samples: int | None = None, backend: Backend | None = None,
+                  task_settings: dict[str, Any] | None = None) -> tuple[ScoringSplit, Any]:
+    """The split `evaluate_dir` scores and the network it scores it with (see evaluate_dir)."""
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec, run_recipe = where.model_dir, where.spec, where.recipe
     trained = run_recipe.get("data", {})
@@ -104,9 +126,29 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
 
     tok = load_tokenizer(model_dir)
     feats = featurize(recipe, ds, tok, labels, spec=spec)
-    metrics = TaskMetrics(spec, labels, net, recipe).use(ds, feats)
-    scores = evaluate_model(net, metrics, feats, spec.collator(tok), batch_size=batch_size)
-    return {"model": str(model_dir), "data": data, "split": split, "examples": len(ds), **scores}
+    return ScoringSplit(model_dir=model_dir, spec=spec, recipe=recipe, labels=labels, tokenizer=tok, examples=ds,
+                        features=feats, data=data, split=split, batch_size=batch_size), net
+
+
+def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
+                 max_length: int | None = None, doc_stride: int | None = None,
+                 max_answer_length: int | None = None, batch_size: int | None = None,
+                 max_samples: int | None = None, backend: Backend | None = None,
+                 task_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Metrics of a run's (or model directory's) model on a named dataset split or a file; `data`
+    may also be a split name ("test", "dev"), meaning that split of the run's own data.
+    With `backend` (an export directory's onnxruntime backend), `model` is that directory and
+    the backend computes the outputs; there is no loss then (the metrics only).
+
+    Settings left out (`max_length`, `batch_size`, the task settings: `doc_stride`,
+    `max_answer_length`, or any in `task_settings`) default to the run's own (so that a run's
+    dev/test scores come out exactly as in its results.json), else to the library defaults."""
+    scoring, net = scoring_split(model, data, split=split, task=task, max_length=max_length, doc_stride=doc_stride,
+                                 max_answer_length=max_answer_length, batch_size=batch_size,
+                                 max_samples=max_samples, backend=backend, task_settings=task_settings)
+    scores = scoring.score(net)
+    return {"model": str(scoring.model_dir), "data": scoring.data, "split": scoring.split,
+            "examples": len(scoring.examples), **scores}
 
 
 def predict_file(model: str | Path, input_path: str | Path, *, task: str | None = None,

@@ -1,0 +1,162 @@
+"""nlp export --quantize int8-static: calibrated int8 for every task that exports, its manifest,
+the held-out score of a run's dev split, and calibration data that is refused with a clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+import nlp
+from nlp._common import ConfigError
+from nlp.deploy import OnnxBackend, export_model, read_manifest
+from nlp.deploy.check import check_batch, check_texts, compare_outputs
+from nlp.tasks.backend import TorchBackend
+from nlp.tasks.registry import get_task
+from nlp.tokenizer import load_tokenizer
+
+ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
+TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
+HEADS = {"text-classification": dict(id2label={0: "negative", 1: "positive"}),
+         "token-classification": dict(id2label=dict(enumerate(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])),
+                                      use_crf=True),
+         "question-answering": dict(num_labels=2),
+         "embedding": {}}
+REVIEWS = ["这家餐厅的服务非常好，菜也很新鲜，下次还会再来。", "太难吃了", "物流很快，包装完好，推荐购买。", "一般般吧",
+           "房间很小，隔音差，前台态度冷淡。", "好", "质量不错，价格实惠。", "客服态度恶劣，再也不买了。"]
+
+
+def _tiny(task: str, out: Path) -> Path:
+    """A 2-layer, 64-wide model of the task with ernie-tiny-zh's tokenizer, random weights."""
+    spec = get_task(task)
+    cfg = nlp.AutoConfig.from_pretrained(ASSET, **TINY, **HEADS[task])
+    torch.manual_seed(0)
+    model = spec.head(cfg)
+    for p in model.parameters():  # logits that are not all near zero: a decision to keep
+        if p.dim() == 2 and p.shape[0] < 10:
+            torch.nn.init.normal_(p, std=0.5)
+    model.save_pretrained(out)
+    load_tokenizer(ASSET).save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """A classification run directory (RUN/model + recipe.yaml) whose dev split is a file of 40 reviews."""
+    root = tmp_path_factory.mktemp("static")
+    run = root / "run"
+    _tiny("text-classification", run / "model")
+    dev = root / "dev.jsonl"
+    dev.write_text("".join(json.dumps({"text": t + "。" * (i % 5), "label": ["negative", "positive"][i % 2]},
+                                      ensure_ascii=False) + "\n" for i, t in enumerate(REVIEWS * 5)), encoding="utf-8")
+    (run / "recipe.yaml").write_text(yaml.safe_dump({"task": {"name": "text-classification"},
+                                                     "data": {"max_length": 64, "files": {"dev": str(dev)}}}),
+                                     encoding="utf-8")
+    return run
+
+
+def _batches(task: str, model_dir: Path, n: int = 3) -> list[dict[str, np.ndarray]]:
+    tok = load_tokenizer(model_dir)
+    texts = check_texts(8 * n)
+    return [check_batch(task, tok, 64, texts[i::n]) for i in range(n)]
+
+
+def _ops(directory: Path) -> set[str]:
+    import onnx
+
+    return {n.op_type for n in onnx.load(str(directory / "model.onnx"), load_external_data=False).graph.node}
+
+
+@pytest.mark.parametrize("task", ["token-classification", "question-answering", "embedding"])
+def test_static_int8_of_every_exporting_task_agrees_with_pytorch(tmp_path, task):
+    src = _tiny(task, tmp_path / "model")
+    r = export_model(src, tmp_path / "s8", quantize="int8-static", calibration=_batches(task, src))
+    m = read_manifest(r.out)
+    q = m["quantization"]
+    assert m["precision"] == "int8" and q["method"] == "onnxruntime static" and q["format"] == "qdq"
+    assert q["calibration_batches"] == 3 and q["calibration_rows"] > 0
+    assert m["attention"] == "standard"  # no static kernel for the fused Attention node
+    assert set(q["kept_fp32"]) == {"classifier", "layernorm", "softmax"}
+    ops = _ops(r.out)
+    # calibrated: fixed scales (QuantizeLinear), nothing quantized per batch at run time
+    assert "QuantizeLinear" in ops and "DynamicQuantizeLinear" not in ops
+    # a random tiny head has near-tied logits (QA start/end over ~60 positions): a loose bound
+    assert m["check"]["int8"]["label_agreement"] >= 0.8
+    # on texts it was not calibrated on, and rows independent of their batch mates
+    tok = load_tokenizer(src)
+    batch = check_batch(task, tok, 64, check_texts(40)[1::3])
+    want = TorchBackend(get_task(task).head.from_pretrained(src))(batch)
+    got = OnnxBackend(r.out)(batch)
+    assert compare_outputs(want, got, batch["attention_mask"]).label_agreement >= 0.8
+    alone = OnnxBackend(r.out)({k: v[3:4] for k, v in batch.items()})
+    for name, value in alone.items():  # fixed scales: a row's outputs do not depend on its batch mates
+        np.testing.assert_allclose(value[0], got[name][3], atol=1e-5)
+
+
+def test_the_run_dev_split_calibrates_and_the_rest_is_scored(tiny_run, tmp_path):
+    from nlp.train.calibration import calibration_split
+
+    cal = calibration_split(tiny_run, "dev", size=16)
+    assert (cal.examples, cal.held_out) == (16, 24) and sum(len(b["input_ids"]) for b in cal.batches) == 16
+    assert set(cal.batches[0]) == {"input_ids", "attention_mask", "token_type_ids"}
+    assert calibration_split(tiny_run, "dev", size=16).source == cal.source  # seeded: the same examples
+    r = export_model(tiny_run, tmp_path / "s8", quantize="int8-static", calibration=cal)
+    held = read_manifest(r.out)["check"]["held_out"]
+    assert held["examples"] == 24 and 0.0 <= held["label_agreement"] <= 1.0
+    assert set(held["metrics"]) == set(held["pytorch_metrics"]) and "accuracy" in held["metrics"]
+    assert "16 of 40 examples" in read_manifest(r.out)["quantization"]["calibration"]
+    # the held-out figures are those nlp evaluate gets for the same examples
+    from nlp.train.inference import evaluate_dir
+
+    assert held["pytorch_metrics"]["accuracy"] == pytest.approx(
+        cal.scoring.score(get_task("text-classification").head.from_pretrained(tiny_run / "model").eval(),
+                          cal.held_examples, cal.held_features)["accuracy"])
+    assert evaluate_dir(r.out, "dev", backend=OnnxBackend(r.out))["examples"] == 40
+
+
+def test_cli_prints_agreement_and_the_held_out_metric(tiny_run, tmp_path, capsys):
+    from nlp.cli import main
+
+    assert main(["export", str(tiny_run), "--out", str(tmp_path / "s8"), "--quantize", "int8-static",
+                 "--calibration-size", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "on the 20 other examples" in out and "labels agree with PyTorch on" in out and "accuracy" in out
+    assert "PyTorch fp32 accuracy" in out
+    assert main(["export", str(tiny_run), "--out", str(tmp_path / "x"), "--calibration-size", "20"]) != 0
+    assert "int8-static only" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_bad_calibration_is_refused_before_any_export(tiny_run, tmp_path):
+    from nlp.train.calibration import calibration_split
+
+    out = tmp_path / "s8"
+    good = _batches("text-classification", tiny_run / "model", 1)[0]
+    with pytest.raises(ConfigError, match="needs calibration data"):
+        export_model(tiny_run, out, quantize="int8-static")
+    with pytest.raises(ConfigError, match="int8-static only, not int8"):
+        export_model(tiny_run, out, quantize="int8", calibration=[good])
+    with pytest.raises(ConfigError, match="Did you mean 'int8-static'"):
+        export_model(tiny_run, out, quantize="int8-statc")
+    bad = {
+        "calibration data is empty": [],
+        "must be a list of batches": "reviews.txt",
+        "batch 1 has no token_type_ids": [good, {k: v for k, v in good.items() if k != "token_type_ids"}],
+        "batch 0, input 'input_ids': a non-empty integer array of 2 axes": [{**good, "input_ids": good["input_ids"] * 0.5}],
+        "token ids from 0 to 7000, but the model's vocabulary has 7000": [{**good, "input_ids": np.where(
+            good["input_ids"] > 0, 7000, 0)}],
+        "the inputs differ in shape": [{**good, "attention_mask": good["attention_mask"][:, :3]}],
+    }
+    for message, batches in bad.items():
+        with pytest.raises(ConfigError, match=message):
+            export_model(tiny_run, out, quantize="int8-static", calibration=batches)
+    assert not out.exists() and not list(tmp_path.glob(".s8.*"))
+    with pytest.raises(ConfigError, match="has 40 example.*calibrate on fewer"):
+        calibration_split(tiny_run, "dev", size=40)
+    with pytest.raises(ConfigError, match="--calibration-size 0: give a positive number"):
+        calibration_split(tiny_run, "dev", size=0)
+    with pytest.raises(ConfigError, match="no dataset or test file"):
+        calibration_split(tiny_run, "test", size=4)
