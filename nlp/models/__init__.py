@@ -4,7 +4,7 @@ Models load from a local transformers-format directory (`config.json` + `model.s
 finding and downloading one is the hub's job (nlp.hub, glued in nlp.auto).
 """
 
-from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder, WeightsFileError
+from ._modeling import EncoderOutput, MaskedLMOutput, PreTrainedEncoder, WeightsFileError, select_layers
 from .config import ErnieConfig
 from .dropout import Dropout
 from .ernie import ErnieForMaskedLM, ErnieModel
@@ -18,6 +18,7 @@ from .convert_paddle import convert_paddle_checkpoint
 __all__ = [
     "ErnieConfig",
     "PreTrainedEncoder",
+    "select_layers",
     "ErnieModel",
     "ErnieForMaskedLM",
     "EncoderOutput",

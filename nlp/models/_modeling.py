@@ -347,3 +347,23 @@ class PreTrainedEncoder(nn.Module):
             )
         if ignored:
             logger.debug("ignored keys (buffers / tied copies): %s", ", ".join(ignored))
+
+
+def select_layers(model: PreTrainedEncoder, layer_map: list[int] | tuple[int, ...]) -> PreTrainedEncoder:
+    """A model of the same class with len(layer_map) encoder layers, layer i a copy of `model`'s
+    layer layer_map[i]; every other weight (embeddings, pooler, the task head) copied as is.
+    Fewer layers make a student of a fine-tuned teacher, or of a pretrained model ([0, 2, 4] of 6);
+    more grow one (depth growth by copying, Gong et al. 2019). ConfigError for a layer it lacks."""
+    backbone = model._encoder_backbone()
+    n = len(backbone.layers)
+    bad = [i for i in layer_map if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n]
+    if not layer_map or bad:
+        raise ConfigError(f"layer_map {list(layer_map)}: {'names layers ' + str(bad) if bad else 'is empty'}, but "
+                          f"the model has {n} (valid: a non-empty list of 0..{n - 1})")
+    new = type(model)(model.config.replace(num_hidden_layers=len(layer_map)))
+    prefix = "backbone.layers." if backbone is not model else "layers."
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith(prefix)}
+    for i, j in enumerate(layer_map):
+        state.update({f"{prefix}{i}.{k}": v for k, v in backbone.layers[j].state_dict().items()})
+    new.load_state_dict(state)  # copies into new's own parameters: no tensor is shared
+    return new

@@ -231,6 +231,16 @@ class TaskSpec:
         axes = self.export_input_axes or {}
         return {name: tuple(axes.get(name, ("batch", "sequence"))) for name in self.export_inputs}
 
+    def distill_targets(self, config: Any) -> dict[str, str]:
+        """What a student learns from its teacher's outputs (knowledge distillation,
+        nlp/train/distill.py), by output name: "softmax" (KL divergence at a temperature over
+        the last axis: class logits, per-token tag emissions, QA start/end over the sequence),
+        "sigmoid" (binary cross-entropy against the teacher's probabilities, per label) or "mse"
+        (embeddings, regression). Default: from `export_outputs`, a last axis of labels or
+        positions is a distribution, anything else is regressed."""
+        return {name: "softmax" if axes[-1] in ("num_labels", "sequence") else "mse"
+                for name, axes in self.export_outputs.items()}
+
     def check_batch(self, tokenizer: Any, max_length: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The padded int64 batch (by export input) an export is checked on: `texts` are real
         reviews of mixed lengths (nlp/deploy/check.py). Default: each text one sequence."""

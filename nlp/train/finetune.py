@@ -34,7 +34,7 @@ import yaml
 from accelerate.utils import set_seed
 
 from nlp._common import ConfigError, DataError, NlpError, atomic_write
-from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config
+from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config, select_layers
 from nlp.tasks.model_dirs import find_model_dir, task_of_model  # re-exported: nlp predict / evaluate
 from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
@@ -282,6 +282,8 @@ def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | N
         if m.init == "pretrained":
             model = loaders.model(spec.head, m.name, overrides)  # type: ignore[arg-type]
             spec.check_head(model.config, label_names)
+            if m.layer_map is not None:  # a smaller (or deeper) model of name's own layers
+                model = select_layers(model, m.layer_map)
         else:
             if recipe.tokenizer.train is not None:
                 overrides.setdefault("vocab_size", tokenizer.vocab_size)
@@ -386,12 +388,18 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     train_collate: Any = eval_collate
     if settings.data.batching == "packed":
         train_collate = PackingCollator(max_length=settings.data.pack_max_length, pad_token_id=pad)
+    trained: Any = model  # what the Trainer steps: the model, or the model with its distillation losses
+    if recipe.distill is not None:
+        from nlp.train.distill import prepare_distillation
+
+        trained, features["train"], train_collate = prepare_distillation(
+            recipe, spec, model, tokenizer, data.label_names, features["train"], train_collate)
     metrics = TaskMetrics(spec, data.label_names, model, recipe)
     if "dev" in features:
         metrics.use(data.splits["dev"], features["dev"])
     final = _FinalScores(metrics, data.splits, features)
     trainer = Trainer(
-        model, settings, train_dataset=features["train"], collate_fn=train_collate,
+        trained, settings, train_dataset=features["train"], collate_fn=train_collate,
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[spec.feature_length(f) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),

@@ -48,6 +48,7 @@ __all__ = [
     "TokenizerSection",
     "TokenizerTraining",
     "DataSection",
+    "DistillSection",
     "load_recipe",
     "recipe_from_dict",
     "recipe_to_dict",
@@ -79,6 +80,10 @@ class ModelSection(Settings):
     init: Literal["pretrained", "random"] = "pretrained"
     # config overrides, e.g. {num_hidden_layers: 2, hidden_dropout_prob: 0.1, use_crf: true}
     config: dict[str, Any] = field(default_factory=dict)
+    # with init: pretrained, the encoder layers of `name` to keep, in order: layer i of the model
+    # is layer layer_map[i] of name's, e.g. [0, 2, 4] makes 3 layers of a 6-layer model (a
+    # smaller student for distill:, docs/compress.md); embeddings and the head are kept
+    layer_map: list[int] | None = None
 
 
 @dataclass
@@ -130,12 +135,45 @@ class DataSection(Settings):
 
 
 @dataclass
+class DistillSection(Settings):
+    """Knowledge distillation: the model being fine-tuned (the student) also learns the outputs
+    of a fine-tuned teacher of the same task and labels (nlp/train/distill.py, docs/compress.md).
+    The loss is hard_weight * the task's own loss + soft_weight * the soft-target loss (KL at
+    `temperature`, times temperature^2) + hidden_weight * MSE(projected student last hidden
+    states, the teacher's)."""
+
+    teacher: str = ""  # a fine-tuned run or model directory of the same task, labels and tokenizer
+    temperature: float = 2.0  # > 1 softens both distributions: more of the teacher's ranking is learned
+    soft_weight: float = 1.0  # the teacher's soft targets
+    hard_weight: float = 1.0  # the labels (0: learn from the teacher alone)
+    # the last encoder layer's hidden states, through a learned linear projection (student width ->
+    # teacher width; kept out of the saved student). > 0 runs the teacher on every batch (hidden
+    # states of a whole training set are too large to cache; its outputs alone are cached)
+    hidden_weight: float = 0.0
+    teacher_batch_size: int = 64  # the one pass that caches the teacher's outputs
+
+    def problems(self) -> Iterator[Problem]:
+        # the teacher is checked by check_recipe (an empty one is the defaults', validated alone)
+        if not self.temperature > 0:
+            yield Problem("temperature", f"temperature must be > 0, got {self.temperature}")
+        for name in ("soft_weight", "hard_weight", "hidden_weight"):
+            if not getattr(self, name) >= 0:
+                yield Problem(name, f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.soft_weight == self.hard_weight == self.hidden_weight == 0:
+            yield Problem("soft_weight", "soft_weight, hard_weight and hidden_weight are all 0: nothing to learn; "
+                                         "set soft_weight (the teacher's outputs) or hard_weight (the labels) above 0")
+        if self.teacher_batch_size < 1:
+            yield Problem("teacher_batch_size", f"teacher_batch_size must be >= 1, got {self.teacher_batch_size}")
+
+
+@dataclass
 class Recipe(Settings):
     task: TaskSettings = field(default_factory=TaskSettings)
     model: ModelSection = field(default_factory=ModelSection)
     tokenizer: TokenizerSection = field(default_factory=TokenizerSection)
     data: DataSection = field(default_factory=DataSection)
     train: TrainSettings = field(default_factory=TrainSettings)
+    distill: DistillSection | None = None  # learn from a fine-tuned teacher too (knowledge distillation)
     # the file it was read from; not a setting (init=False): neither read nor written as one
     source: str | None = field(default=None, compare=False, init=False)
 
@@ -262,8 +300,33 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
         errors.append(f"task.name: {spec.name} needs no model and is not fine-tuned; "
                       f"use nlp.pipeline({spec.name!r})")
     errors += _check_data(recipe.data, base_dir)
+    errors += _check_student(recipe)
     if spec is not None:
         errors += spec.check_data(recipe.data, recipe.task)  # what only this task needs (QA: doc_stride < max_length)
+    return errors
+
+
+def _check_student(recipe: Recipe) -> list[str]:
+    """model.layer_map and the distill section beside the rest of the recipe."""
+    errors = []
+    m = recipe.model
+    if m.layer_map is not None:
+        if m.init != "pretrained" or m.name is None:
+            errors.append("model.layer_map picks layers of a loaded model: it needs model.name and "
+                          "model.init: pretrained (a preset's layers have no weights to keep)")
+        elif not m.layer_map or any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in m.layer_map):
+            errors.append(f"model.layer_map must be a non-empty list of layer indices >= 0, got {m.layer_map!r}")
+        if "num_hidden_layers" in m.config:
+            errors.append("model: give model.layer_map or model.config.num_hidden_layers, not both (the layer "
+                          "map's length is the number of layers)")
+    if recipe.distill is not None and not recipe.distill.teacher:
+        errors.append("distill.teacher is required: the fine-tuned run or model directory to learn from")
+    elif recipe.distill is not None and not Path(recipe.distill.teacher).expanduser().is_dir():
+        errors.append(f"distill.teacher {recipe.distill.teacher!r} is not a directory; give a fine-tuned run "
+                      "(train.output_dir) or model directory")
+    if recipe.distill is not None and recipe.train.data.batching == "packed":
+        errors.append("distill: train.data.batching=packed mixes examples in a row, so the teacher's cached "
+                      "outputs per example do not line up; use dynamic or length_grouped")
     return errors
 
 

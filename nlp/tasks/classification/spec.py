@@ -83,6 +83,12 @@ class ClassificationSpec(TaskSpec):
             out["problem_type"] = problem_type_of(train.features["label"])
         return out
 
+    def distill_targets(self, config: Any) -> dict[str, str]:
+        # one score per label of a multi-label head; one number of a regression head
+        kind = {"multi_label_classification": "sigmoid", "regression": "mse"}.get(
+            getattr(config, "problem_type", None), "softmax")
+        return {"logits": "mse" if config.num_labels == 1 else kind}
+
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any], *, label_names: list[str] | None,
               examples: Any, features: Any, data: Any, settings: Any = None) -> dict[str, float]:
         logits = np.stack(predictions)

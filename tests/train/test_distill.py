@@ -1,0 +1,144 @@
+"""Knowledge distillation (a recipe's distill: section): the student learns the teacher's outputs
+for classification, NER with a CRF and QA; the teacher runs once; a resume is exact; errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import nlp
+from nlp._common import ConfigError
+from nlp.recipes import recipe_path
+from nlp.tasks import get_task
+from nlp.tokenizer import load_tokenizer
+from nlp.train import TrainingInterrupted
+from nlp.train.finetune import finetune
+from nlp.train.recipe import load_recipe
+
+from train._recipe_fixtures import cmrc_files
+from train._toy import StopAt, losses
+
+ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
+TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
+QUIET = ["train.log.progress_bar=false", "train.log.tensorboard=false", "train.log.plots=false"]
+
+
+def _teacher(task: str, out: Path, **head) -> Path:
+    """A 2-layer, 64-wide 'fine-tuned' model of `task` (random weights, larger head) with
+    ernie-tiny-zh's tokenizer."""
+    torch.manual_seed(1)
+    model = get_task(task).head(nlp.AutoConfig.from_pretrained(ASSET, **TINY, **head))
+    for p in model.parameters():
+        if p.dim() == 2 and p.shape[0] < 10:
+            torch.nn.init.normal_(p, std=1.0)
+    model.save_pretrained(out)
+    load_tokenizer(ASSET).save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def clf_teacher(tmp_path_factory) -> Path:
+    return _teacher("text-classification", tmp_path_factory.mktemp("t") / "clf",
+                    id2label={0: "negative", 1: "positive"})
+
+
+def _recipe(name: str, out: Path, teacher: Path, *extra: str, steps: int = 12):
+    return load_recipe(recipe_path(name), [
+        f"model.name={teacher}", f"tokenizer.name={teacher}", "model.layer_map=[1]",
+        f"distill.teacher={teacher}", f"train.max_steps={steps}", "train.data.batch_size=8",
+        "train.eval.every_steps=null", "data.max_train_samples=48", "data.max_eval_samples=16",
+        "train.log.every_steps=2", "train.checkpoint.every_steps=4", f"train.output_dir={out}", *QUIET, *extra])
+
+
+def test_the_student_learns_the_teacher_whose_outputs_are_computed_once(clf_teacher, tmp_path, monkeypatch):
+    import nlp.train.distill as distill
+
+    calls = []
+    load = distill._load_teacher
+
+    def counting(*args, **kwargs):
+        teacher = load(*args, **kwargs)
+        teacher.register_forward_hook(lambda *a: calls.append(1))
+        return teacher
+
+    monkeypatch.setattr(distill, "_load_teacher", counting)
+    out = tmp_path / "run"
+    # soft targets only, 4 epochs of 6 batches: the loss is the KL to the teacher, and it falls
+    result = finetune(_recipe("sentiment-reviews", out, clf_teacher, "distill.hard_weight=0",
+                              "distill.teacher_batch_size=16", "train.optim.lr=1e-3", steps=24))
+    assert result.status == "finished" and "accuracy" in result.dev
+    assert len(calls) == 3  # one pass over the 48 training examples (16 a batch), not one per epoch
+    curve = losses(out)
+    assert curve[24] < 0.5 * curve[2], curve
+    saved = json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))
+    assert saved["num_hidden_layers"] == 1 and saved["id2label"] == {"0": "negative", "1": "positive"}
+    # the exported student is a plain model (no projection, no teacher) that transformers-style loaders read
+    student = get_task("text-classification").head.from_pretrained(out / "model")
+    assert not any("projection" in k or "student." in k for k in student.state_dict())
+
+
+def test_hidden_states_through_a_projection_and_an_exact_resume(clf_teacher, tmp_path):
+    """A narrower student (32 wide, from a preset) matches the 64-wide teacher's last hidden
+    states through a learned projection; stopped at step 4 and resumed, the loss curve is the
+    unbroken run's (the projection and the cached targets come back)."""
+    extra = ["model.name=null", "model.layer_map=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+             "model.config.num_hidden_layers=1", "model.config.hidden_size=32", "model.config.num_attention_heads=2",
+             "model.config.intermediate_size=64", "model.config.vocab_size=7000", "distill.hidden_weight=1.0",
+             "train.mixed_precision=no"]
+    full = finetune(_recipe("sentiment-reviews", tmp_path / "full", clf_teacher, *extra, steps=8))
+    assert full.status == "finished"
+    with pytest.raises(TrainingInterrupted):
+        finetune(_recipe("sentiment-reviews", tmp_path / "run", clf_teacher, *extra, steps=8), callbacks=[StopAt(4)])
+    finetune(_recipe("sentiment-reviews", tmp_path / "run", clf_teacher, *extra, steps=8))
+    a, b = losses(tmp_path / "full"), losses(tmp_path / "run")
+    assert sorted(a) == sorted(b) == [2, 4, 6, 8]
+    assert b == pytest.approx(a, rel=1e-5)
+    from safetensors import safe_open
+
+    ckpt = sorted((tmp_path / "run" / "checkpoints").glob("step-*"))[-1] / "model.safetensors"
+    with safe_open(str(ckpt), "pt") as f:
+        assert f.get_tensor("projection.weight").shape == (64, 32)  # student width -> teacher width
+
+
+def test_ner_with_a_crf_distils_the_emissions(tmp_path):
+    tags = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]  # the data's order
+    teacher = _teacher("token-classification", tmp_path / "ner", id2label=dict(enumerate(tags)), use_crf=True)
+    out = tmp_path / "run"
+    result = finetune(_recipe("ner-peoples-daily", out, teacher, "distill.hard_weight=0.5", "model.config.use_crf=true",
+                              steps=6))
+    assert result.status == "finished" and "f1" in result.dev
+    assert all(loss == loss for loss in losses(out).values())  # finite: padded tag positions are left out
+    assert json.loads((out / "model" / "config.json").read_text(encoding="utf-8"))["use_crf"] is True
+
+
+def test_qa_distils_start_and_end_over_the_positions(tmp_path):
+    teacher = _teacher("question-answering", tmp_path / "qa", num_labels=2)
+    files = cmrc_files(tmp_path)
+    result = finetune(_recipe("qa-cmrc2018", tmp_path / "run", teacher, *[f"data.files.{k}={v}" for k, v in files.items()],
+                              "data.max_length=128", "task.doc_stride=32", steps=4))
+    assert result.status == "finished" and all(v == v for v in losses(tmp_path / "run").values())
+
+
+def test_distillation_problems_are_refused_before_training(clf_teacher, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError) as err:
+        _recipe("sentiment-reviews", out, clf_teacher, "distill.teacher=/nonexistent", "distill.soft_weight=0",
+                "distill.hard_weight=0", "distill.temperature=0", "train.data.batching=packed")
+    text = str(err.value)
+    for part in ("distill.teacher '/nonexistent' is not a directory", "distill.soft_weight, hard_weight and hidden_weight are all 0",
+                 "distill.temperature must be > 0", "batching=packed"):
+        assert part in text, text
+    with pytest.raises(ConfigError, match="layer_map .* names layers \\[5\\], but the model has 2"):
+        finetune(_recipe("sentiment-reviews", out, clf_teacher, "model.layer_map=[0,5]"))
+    with pytest.raises(ConfigError, match="layer_map or model.config.num_hidden_layers, not both"):
+        _recipe("sentiment-reviews", out, clf_teacher, "model.config.num_hidden_layers=1")
+    ner = _teacher("token-classification", tmp_path / "ner", id2label={0: "O", 1: "B-PER", 2: "I-PER"})
+    with pytest.raises(ConfigError, match="holds a token-classification model; this recipe fine-tunes text-classification"):
+        finetune(_recipe("sentiment-reviews", out, clf_teacher, f"distill.teacher={ner}"))
+    other = _teacher("text-classification", tmp_path / "other", id2label={0: "bad", 1: "good"})
+    with pytest.raises(ConfigError, match="was trained with labels \\['bad', 'good'\\]"):
+        finetune(_recipe("sentiment-reviews", out, clf_teacher, f"distill.teacher={other}"))
+    assert not (out / "checkpoints").exists()
