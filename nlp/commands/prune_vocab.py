@@ -1,0 +1,62 @@
+"""`nlp prune-vocab RUN_OR_MODEL --out DIR [--data ...]`: keep the tokens a task's data uses."""
+
+from __future__ import annotations
+
+import argparse
+
+EPILOG = """examples:
+  nlp prune-vocab runs/sentiment-reviews --out runs/sentiment-small           # the run's train + dev texts
+  nlp prune-vocab runs/ner --out runs/ner-small --data peoples-daily-1998-ner --split train --split dev
+  nlp prune-vocab runs/sentiment-reviews --out runs/s-small --corpus my_reviews.txt --min-count 2
+  nlp export runs/sentiment-small --out export/small-s8 --quantize int8-static --calibration reviews-zh
+
+DIR is a normal model directory (config.json with the new vocab_size, model.safetensors,
+vocab.txt and tokenizer.json with the kept tokens in their old order): nlp and transformers load
+it. On the texts given the pruned tokenizer gives the same tokens (checked before DIR is written),
+so the model's outputs there are unchanged; a token it dropped becomes [UNK] in other text.
+See docs/compress.md.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("prune-vocab", help="keep only the tokens a task's data uses (smaller embeddings)",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory")
+    p.add_argument("--out", required=True, metavar="DIR", help="the new model directory (must not exist)")
+    p.add_argument("--data", default="train",
+                   help="whose texts: a split of the run's own data (default train), a dataset name or a file")
+    p.add_argument("--split", action="append", default=None,
+                   help="splits of --data to read (repeatable; default: train and dev)")
+    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
+                   help="also keep the tokens of this UTF-8 text file, one text a line (repeatable)")
+    p.add_argument("--min-count", type=int, default=1, help="keep tokens seen at least this often (default 1)")
+    p.add_argument("--task", default=None, help="the task, when the model's config does not say")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from nlp._common import ConfigError
+    from nlp.train.inference import scoring_split
+    from nlp.train.vocab_pruning import prune_vocabulary
+
+    texts: list[str] = []
+    splits = args.split or ["train", "dev"]
+    for split in splits:
+        data = split if args.data == "train" and split in ("train", "dev", "test") else args.data
+        scoring, _ = scoring_split(args.model, data, split=split, task=args.task)
+        texts += scoring.spec.training_texts(scoring.examples)
+        print(f"read {len(scoring.examples)} examples of {scoring.data} {scoring.split}", file=sys.stderr)
+    for corpus in args.corpus:
+        path = Path(corpus).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"--corpus {corpus!r} is not a file")
+        texts += path.read_text(encoding="utf-8").splitlines()
+    r = prune_vocabulary(args.model, texts, args.out, min_count=args.min_count, task=args.task)
+    print(f"kept {r.kept:,} of {r.vocab_before:,} tokens (seen in {r.texts:,} texts); wrote {r.out}")
+    print(f"  parameters {r.param_bytes_before / 1e6:.2f} MB -> {r.param_bytes_after / 1e6:.2f} MB in fp32 "
+          f"({1 - r.param_bytes_after / r.param_bytes_before:.1%} smaller); model.safetensors "
+          f"{r.model_bytes_before / 1e6:.2f} MB -> {r.model_bytes_after / 1e6:.2f} MB")
+    return 0

@@ -1,0 +1,162 @@
+"""Vocabulary pruning: keep the tokens a task's data uses (plus the special tokens), remap the
+embedding matrix and the tokenizer, and save both as a normal model directory (transformers
+loads it; docs/compress.md).
+
+    result = prune_vocabulary("runs/sentiment-reviews", texts, "runs/sentiment-small")
+    result.kept, result.model_bytes_before, result.model_bytes_after
+
+The kept tokens keep their order (so the special tokens keep their ids when they come first, as
+in every ERNIE/BERT vocabulary); every parameter with a row per token (the word embeddings, a
+masked-LM head's decoder bias) keeps the rows of the kept tokens. On the texts it was pruned
+with, the new tokenizer gives the same tokens (WordPiece's longest-match-first only ever used
+kept pieces there, and no longer piece is added), so the pruned model's outputs on them are the
+original's exactly; this is checked on the texts before anything is written. Other text may
+meet a token that was dropped: it becomes [UNK] (pass a corpus of the text the model will see,
+`min_count` 1, to keep what matters).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import torch
+
+from nlp._common import ConfigError, current_umask
+from nlp.models import PreTrainedEncoder
+from nlp.tasks.model_dirs import locate_model
+from nlp.tokenizer import Tokenizer, load_tokenizer
+from nlp.tokenizer.wordpiece import WordPieceTokenizer
+
+__all__ = ["VocabPruneResult", "prune_vocabulary", "prune_model_vocab", "token_counts"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class VocabPruneResult:
+    out: Path
+    vocab_before: int
+    kept: int
+    texts: int
+    model_bytes_before: int  # model.safetensors of the source
+    model_bytes_after: int
+    param_bytes_before: int  # the parameters in fp32 (a file may be stored in fp16)
+    param_bytes_after: int
+
+
+def token_counts(tokenizer: Tokenizer, texts: Iterable[str], batch_size: int = 1000) -> Counter:
+    """How often each token id occurs in `texts` (special tokens included)."""
+    counts: Counter = Counter()
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == batch_size:
+            counts.update(i for row in tokenizer(batch)["input_ids"] for i in row)
+            batch = []
+    if batch:
+        counts.update(i for row in tokenizer(batch)["input_ids"] for i in row)
+    return counts
+
+
+def prune_model_vocab(model: PreTrainedEncoder, keep: Sequence[int]) -> PreTrainedEncoder:
+    """A copy of `model` whose vocabulary is the token ids `keep` (in that order): every
+    parameter with one row per token keeps those rows."""
+    vocab = model.config.vocab_size
+    index = torch.as_tensor(list(keep), dtype=torch.long)
+    state = {k: v.index_select(0, index) if v.dim() >= 1 and v.shape[0] == vocab else v
+             for k, v in model.state_dict().items()}
+    pad = model.config.pad_token_id
+    new_pad = list(keep).index(pad) if pad is not None and pad in keep else pad
+    pruned = type(model)(model.config.replace(vocab_size=len(keep), pad_token_id=new_pad))
+    pruned.load_state_dict(state)
+    return pruned
+
+
+def _pruned_tokenizer(tokenizer: Tokenizer, keep: Sequence[int]) -> WordPieceTokenizer:
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise ConfigError(f"vocabulary pruning rewrites WordPiece vocabularies (vocab.txt, tokenizer.json); this "
+                          f"model's tokenizer is a {type(tokenizer).__name__}")
+    inverse = {i: t for t, i in tokenizer.get_vocab().items()}
+    vocab = {inverse[old]: new for new, old in enumerate(keep)}
+    return WordPieceTokenizer(vocab, do_lower_case=tokenizer.do_lower_case, strip_accents=tokenizer.strip_accents,
+                              tokenize_chinese_chars=tokenizer.tokenize_chinese_chars,
+                              model_max_length=tokenizer.model_max_length
+                              if tokenizer.model_max_length < 10**12 else None,
+                              **tokenizer.special_tokens_map)
+
+
+def _check_same_tokens(old: Tokenizer, new: Tokenizer, keep: Sequence[int], texts: Sequence[str]) -> None:
+    """RuntimeError unless each text made of kept tokens only splits into the same tokens."""
+    remap = {o: n for n, o in enumerate(keep)}
+    for start in range(0, len(texts), 1000):
+        part = list(texts[start:start + 1000])
+        a, b = old(part)["input_ids"], new(part)["input_ids"]
+        for text, x, y in zip(part, a, b):
+            if any(i not in remap for i in x):  # a token below min_count: [UNK] now, by design
+                continue
+            if [remap[i] for i in x] != list(y):
+                raise RuntimeError(f"the pruned tokenizer splits {text[:40]!r} otherwise than the original; "
+                                   "nothing was written (please report this)")
+
+
+def _stored_dtype(path: Path) -> torch.dtype:
+    """The dtype the source's weights are stored in (the shipped models keep fp16), so that the
+    pruned file is compared like with like; fp32 when unknown."""
+    if not path.is_file():
+        return torch.float32
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        for key in f.keys():
+            dtype = f.get_slice(key).get_dtype()
+            return {"F16": torch.float16, "BF16": torch.bfloat16}.get(dtype, torch.float32)
+    return torch.float32
+
+
+def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str | os.PathLike, *,
+                     min_count: int = 1, task: str | None = None) -> VocabPruneResult:
+    """Write to `out` the model of `source` (a run or model directory) keeping the tokens that
+    occur at least `min_count` times in `texts`, and every special token. ConfigError when `out`
+    exists, or the texts are empty."""
+    out = Path(out).expanduser()
+    if out.exists():
+        raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
+    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        raise ConfigError(f"--min-count {min_count!r}: give a positive number of occurrences")
+    texts = [t for t in texts if isinstance(t, str) and t.strip()]
+    if not texts:
+        raise ConfigError("no texts to take the vocabulary from: give the task's training (and dev) texts, "
+                          "or a corpus of the text the model will see")
+    where = locate_model(source, task)
+    tokenizer = load_tokenizer(where.model_dir)
+    model = where.spec.head.from_pretrained(where.model_dir).eval()
+    counts = token_counts(tokenizer, texts)
+    special = set(tokenizer.all_special_ids)
+    keep = sorted(i for i in range(model.config.vocab_size) if i in special or counts.get(i, 0) >= min_count)
+    new_tok = _pruned_tokenizer(tokenizer, keep)
+    _check_same_tokens(tokenizer, new_tok, keep, texts)
+    pruned = prune_model_vocab(model, keep).to(_stored_dtype(where.model_dir / "model.safetensors"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow the directory
+        pruned.save_pretrained(tmp)
+        new_tok.save_pretrained(tmp)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    n_params = lambda m: sum(p.numel() for p in m.state_dict().values()) * 4  # noqa: E731
+    before = where.model_dir / "model.safetensors"
+    logger.info("kept %d of %d tokens", len(keep), model.config.vocab_size)
+    return VocabPruneResult(out=out, vocab_before=model.config.vocab_size, kept=len(keep), texts=len(texts),
+                            model_bytes_before=before.stat().st_size if before.is_file() else 0,
+                            model_bytes_after=(out / "model.safetensors").stat().st_size,
+                            param_bytes_before=n_params(model), param_bytes_after=n_params(pruned))
