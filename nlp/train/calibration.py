@@ -124,7 +124,11 @@ def calibration_split(model: str | Path, data: str = "dev", *, split: str = "dev
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigError(f"--calibration-size {size!r}: give a positive number of examples "
                           f"(default {DEFAULT_CALIBRATION_SIZE})")
-    scoring, _ = scoring_split(model, data, split=split, task=task)
+    try:
+        scoring, _ = scoring_split(model, data, split=split, task=task)
+    except ConfigError as err:  # its messages speak of --data / --split, nlp evaluate's options
+        text = str(err).replace("--data", "--calibration").replace("--split", "--calibration-split")
+        raise ConfigError(text) from None
     n = len(scoring.examples)
     if n < 2 or size >= n:
         raise ConfigError(f"--calibration-size {size}: the {scoring.split} split of {scoring.data} has {n} "

@@ -1,6 +1,6 @@
 """The recipe schema: what `nlp finetune RECIPE.yaml` reads, checked before any work starts.
 
-A recipe is YAML with five sections; its first line is a comment with the command that runs it
+A recipe is YAML with five sections (and an optional sixth, `distill:`); its first line is a comment with the command that runs it
 (`# nlp finetune recipes/NAME.yaml`, checked by the tests)::
 
     task:      {name: text-classification}            # or token-classification, question-answering,
@@ -10,6 +10,8 @@ A recipe is YAML with five sections; its first line is a comment with the comman
     tokenizer: {train: {vocab_size: 12000}}           # or {name: DIR_OR_HUB_NAME}; default: the model's
     data:      {dataset: reviews-zh, max_length: 128} # or {files: {train: a.json, dev: b.json}}
     train:     {...}                                  # nlp.train.TrainSettings, see docs/training.md
+    distill:   {teacher: runs/sentiment-reviews}      # optional: learn from a fine-tuned teacher too
+               # (DistillSection below, nlp/train/distill.py, docs/compress.md)
 
 `load_recipe(path, overrides)` reads the YAML, applies `key.sub=value` overrides (both through
 the schema engine, `nlp.train.schema`, which the pretraining recipe shares), and reports

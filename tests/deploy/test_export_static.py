@@ -158,5 +158,5 @@ def test_bad_calibration_is_refused_before_any_export(tiny_run, tmp_path):
         calibration_split(tiny_run, "dev", size=40)
     with pytest.raises(ConfigError, match="--calibration-size 0: give a positive number"):
         calibration_split(tiny_run, "dev", size=0)
-    with pytest.raises(ConfigError, match="no dataset or test file"):
+    with pytest.raises(ConfigError, match="no dataset or test file; give --calibration DATASET --calibration-split test"):
         calibration_split(tiny_run, "test", size=4)
