@@ -258,6 +258,28 @@ def _load_teacher(directory: str, spec: TaskSpec, student: PreTrainedEncoder, to
     return teacher
 
 
+@torch.no_grad()
+def _check_shapes(student: PreTrainedEncoder, spec: TaskSpec, tokenizer: Tokenizer, features: list[dict],
+                  cached: list[dict[str, np.ndarray]], per_token: Sequence[str]) -> None:
+    """ConfigError before training when the student's outputs cannot be compared with the
+    teacher's (a regression of vectors of another width: a narrower student's embeddings)."""
+    was = student.training
+    student.eval()
+    try:
+        batch = spec.collator(tokenizer)(features)
+        out = student(**{k: v for k, v in batch.items() if k in _forward_keys(student, batch) and k != "labels"})
+    finally:
+        student.train(was)
+    for name, row in cached[0].items():
+        got = tuple(getattr(out, name).shape[1:])
+        want = row.shape if name not in per_token else (got[0], *row.shape[1:])
+        if got != tuple(want):
+            raise ConfigError(f"distill: the student's {name} has shape {got} per example, the teacher's "
+                              f"{tuple(want)}: a student of another width cannot learn {name} directly; give it "
+                              f"the teacher's width (model.layer_map keeps the teacher's layers) or set "
+                              "distill.soft_weight: 0 and learn from hidden states (distill.hidden_weight)")
+
+
 def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
                          label_names: list[str] | None, train_features: list[dict],
                          collate: Callable) -> tuple[DistillationModel, list[dict], DistillCollator]:
@@ -265,13 +287,16 @@ def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder
     their collator) for a recipe with a distill section."""
     d = recipe.distill
     teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names)
-    targets = spec.distill_targets(student.config)
+    # soft_weight 0: nothing of the teacher's outputs is learned, so nothing is cached
+    targets = spec.distill_targets(student.config) if d.soft_weight > 0 else {}
     per_token = tuple(n for n in targets if spec.export_outputs.get(n, ())[1:2] == ("sequence",))
     logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(targets),
                 len(train_features))
-    cached = teacher_outputs(teacher, train_features, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
-                             per_token)
+    cached = (teacher_outputs(teacher, train_features, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
+                              per_token) if targets else [{} for _ in train_features])
     features = [{**f, **{TEACHER_PREFIX + k: v for k, v in c.items()}} for f, c in zip(train_features, cached)]
+    if targets:
+        _check_shapes(student, spec, tokenizer, train_features[:2], cached[:2], per_token)
     model = DistillationModel(student, targets, temperature=d.temperature, soft_weight=d.soft_weight,
                               hard_weight=d.hard_weight, hidden_weight=d.hidden_weight,
                               teacher=teacher if d.hidden_weight > 0 else None)

@@ -142,3 +142,19 @@ def test_distillation_problems_are_refused_before_training(clf_teacher, tmp_path
     with pytest.raises(ConfigError, match="was trained with labels \\['bad', 'good'\\]"):
         finetune(_recipe("sentiment-reviews", out, clf_teacher, f"distill.teacher={other}"))
     assert not (out / "checkpoints").exists()
+
+
+def test_embeddings_distil_by_mse_at_the_teacher_width_and_refuse_another(tmp_path):
+    teacher = _teacher("embedding", tmp_path / "emb")
+    common = ["data.max_train_samples=32", "data.max_length=32"]
+    result = finetune(_recipe("embedding-idioms", tmp_path / "run", teacher, *common, "train.eval.metric=loss", steps=3))
+    assert result.status == "finished" and all(v == v for v in losses(tmp_path / "run").values())
+    narrow = ["model.name=null", "model.layer_map=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+              "model.config.num_hidden_layers=1", "model.config.hidden_size=32", "model.config.num_attention_heads=2",
+              "model.config.intermediate_size=64", "model.config.vocab_size=7000"]
+    with pytest.raises(ConfigError, match="student's sentence_embedding has shape \\(.*32\\) per example"):
+        finetune(_recipe("embedding-idioms", tmp_path / "narrow", teacher, *common, *narrow, steps=3))
+    # what the error suggests: the narrower student learns the teacher's hidden states instead
+    hidden = finetune(_recipe("embedding-idioms", tmp_path / "hidden", teacher, *common, *narrow, "distill.soft_weight=0",
+                              "distill.hidden_weight=1", "train.eval.metric=loss", steps=3))
+    assert hidden.status == "finished"
