@@ -229,7 +229,7 @@ def main() -> None:
 
 def report(best: dict[str, dict], args: argparse.Namespace) -> None:
     print(f"\nreviews-zh test, threads {args.threads}, best of {args.rounds} rounds")
-    print(f"| row | test accuracy | file MB | texts/s (b=32) | p50 ms (b=1) |\n| --- | ---: | ---: | ---: | ---: |")
+    print("| row | test accuracy | file MB | texts/s (b=32) | p50 ms (b=1) |\n| --- | ---: | ---: | ---: | ---: |")
     for row in args.rows:
         r = best.get(row)
         if r is None:
