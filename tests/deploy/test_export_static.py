@@ -118,6 +118,18 @@ def test_the_run_dev_split_calibrates_and_the_rest_is_scored(tiny_run, tmp_path)
     assert evaluate_dir(r.out, "dev", backend=OnnxBackend(r.out))["examples"] == 40
 
 
+def test_the_server_batches_a_static_export_and_not_a_dynamic_one(tiny_run, tmp_path):
+    """Dynamic int8 takes each batch's activation scale, so the server runs its rows one a pass;
+    a static export's rows are independent (checked above), so they are batched."""
+    from nlp.deploy.server_model import load_pipeline_for_serving
+
+    batches = _batches("text-classification", tiny_run / "model", 1)
+    static = export_model(tiny_run, tmp_path / "s8", quantize="int8-static", calibration=batches).out
+    dynamic = export_model(tiny_run, tmp_path / "d8", quantize="int8").out
+    assert load_pipeline_for_serving(static).rows_independent is True
+    assert load_pipeline_for_serving(dynamic).rows_independent is False
+
+
 def test_cli_prints_agreement_and_the_held_out_metric(tiny_run, tmp_path, capsys):
     from nlp.cli import main
 
