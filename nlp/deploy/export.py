@@ -503,30 +503,38 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
         raise ExportError(f"the exported model's outputs differ from PyTorch's by {fp32_check.max_abs_diff:.2e} "
                           f"(> {FP32_TOLERANCE:g}) on {fp32_check.texts} check texts; nothing was written")
     check = {"fp32": fp32_check.as_dict()}
-    if quantize == "int8":
-        info = quantize_int8(fp32_path, tmp / MODEL_FILE)
-        for p in list(tmp.iterdir()):
-            if p.name.startswith(fp32_path.name):
-                p.unlink()
-        manifest["precision"] = "int8"
-        manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes}
-        check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
-    elif quantize == "int8-static":
-        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches)
-        for p in list(tmp.iterdir()):
-            if p.name.startswith(fp32_path.name):
-                p.unlink()
-        manifest["precision"] = "int8"
-        source_text = getattr(calibration, "source", None)
-        manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes,
-                                    **({"calibration": str(source_text)} if source_text else {})}
-        check["int8"] = _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()
-        score = getattr(calibration, "score", None)
-        if callable(score):  # e.g. the metric on the examples not calibrated on
-            check["held_out"] = _score(tmp, manifest, score)
+    if quantize is not None:
+        check.update(_quantize_step(tmp, manifest, fp32_path, fp32_bytes, quantize, batches, calibration,
+                                    batch, torch_out))
     manifest["check"] = check
     manifest = write_manifest(tmp, manifest)
     return manifest, check, written_opset, fp32_bytes
+
+
+def _quantize_step(tmp: Path, manifest: dict[str, Any], fp32_path: Path, fp32_bytes: int, quantize: str,
+                   batches: list[dict] | None, calibration: Any, batch: dict[str, np.ndarray],
+                   torch_out: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Quantize the fp32 graph into MODEL_FILE (dynamic int8, or static with `batches`), drop the
+    fp32 file, record how in `manifest` (updated in place: it is the export's manifest being
+    built) and return the check figures: "int8" against PyTorch on the check batch and, with a
+    calibration object that can score, "held_out" (its figures on the examples not calibrated on)."""
+    if quantize == "int8-static":
+        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches or [])
+        source = getattr(calibration, "source", None)
+        if source:
+            info["calibration"] = str(source)
+    else:
+        info = quantize_int8(fp32_path, tmp / MODEL_FILE)
+    for p in list(tmp.iterdir()):
+        if p.name.startswith(fp32_path.name):
+            p.unlink()
+    manifest["precision"] = "int8"
+    manifest["quantization"] = {**info, "fp32_bytes": fp32_bytes}
+    figures = {"int8": _check(tmp, manifest, MODEL_FILE, batch, torch_out).as_dict()}
+    score = getattr(calibration, "score", None)
+    if callable(score):  # e.g. the metric on the examples not calibrated on
+        figures["held_out"] = _score(tmp, manifest, score)
+    return figures
 
 
 def _check(directory: Path, manifest: dict[str, Any], model_file: str, batch: dict[str, np.ndarray],
