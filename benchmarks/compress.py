@@ -201,6 +201,9 @@ def main() -> None:
     p.add_argument("--latency-texts", type=int, default=200)
     p.add_argument("--quick", action="store_true", help="64 texts, 10 timed one by one, 1 round")
     p.add_argument("--vocab-sizes", action="store_true", help="only the vocabulary pruning size figures (no timing)")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="write the exports and the pruned student into --work-dir, time nothing (a busy machine's "
+                        "CPU-heavy half; the timed run then reuses them)")
     p.add_argument("--worker", dest="row", default=None, help=argparse.SUPPRESS)
     p.add_argument("--path", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -211,6 +214,10 @@ def main() -> None:
     if args.quick:
         args.rounds, args.texts, args.latency_texts = 1, 64, 10
     paths = prepare(Path(args.work_dir), Path(args.plain_run), Path(args.distilled_run))
+    if args.prepare_only:
+        for row, path in paths.items():
+            print(f"{row}: {path}")
+        return
     best: dict[str, dict] = {}
     for r in range(args.rounds):
         for row in (args.rows if r % 2 == 0 else args.rows[::-1]):
