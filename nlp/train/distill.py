@@ -206,25 +206,35 @@ def hidden_loss(student: torch.Tensor, teacher: torch.Tensor, mask: torch.Tensor
 
 @torch.inference_mode()
 def teacher_outputs(teacher: PreTrainedEncoder, features: Sequence[dict], collate: Callable,
-                    names: Sequence[str], batch_size: int, per_token: Sequence[str] = ()) -> list[dict[str, np.ndarray]]:
+                    names: Sequence[str], batch_size: int, per_token: Sequence[str] = (),
+                    label_keys: Sequence[str] = ("labels",)) -> list[dict[str, np.ndarray]]:
     """The teacher's outputs `names` for each feature, in order; those in `per_token` (a
     sequence axis after the batch axis) cut to the feature's own length (padding them is the
-    collator's business). One pass."""
+    collator's business). One pass; `label_keys` (the spec's) are not fed to the teacher."""
     teacher.eval()
-    out: list[dict[str, np.ndarray]] = []
-    for start in range(0, len(features), batch_size):
-        chunk = list(features[start:start + batch_size])
+    # longest first, as evaluation batches (little padding: a review set padded to the longest
+    # in random order runs ~2.5x the tokens); the outputs go back to the features' order
+    order = sorted(range(len(features)), key=lambda i: -_feature_length(features[i]))
+    out: list[dict[str, np.ndarray] | None] = [None] * len(features)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        chunk = [features[i] for i in idx]
         batch = collate(chunk)
-        inputs = {k: v for k, v in batch.items() if torch.is_tensor(v) and not k.startswith(("labels", "start_pos",
-                                                                                                "end_pos"))}
+        inputs = {k: v for k, v in batch.items() if torch.is_tensor(v) and k not in label_keys}
         result = teacher(**{k: v for k, v in inputs.items() if k in _forward_keys(teacher, inputs)})
-        for i, f in enumerate(chunk):
+        for j, (i, f) in enumerate(zip(idx, chunk)):
             row = {}
             for name in names:
-                value = getattr(result, name)[i].float().cpu().numpy()
+                value = getattr(result, name)[j].float().cpu().numpy()
                 row[name] = value[:len(f["input_ids"])] if name in per_token else value
-            out.append(row)
-    return out
+            out[i] = row
+    return out  # type: ignore[return-value]
+
+
+def _feature_length(feature: Mapping[str, Any]) -> int:
+    """A feature's length in tokens (the longest row of a grouped feature)."""
+    ids = feature["input_ids"]
+    return max((len(r) for r in ids), default=0) if ids and isinstance(ids[0], (list, tuple)) else len(ids)
 
 
 def _forward_keys(model: nn.Module, inputs: Mapping[str, Any]) -> set[str]:
@@ -293,7 +303,7 @@ def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder
     logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(targets),
                 len(train_features))
     cached = (teacher_outputs(teacher, train_features, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
-                              per_token) if targets else [{} for _ in train_features])
+                              per_token, spec.label_keys) if targets else [{} for _ in train_features])
     features = [{**f, **{TEACHER_PREFIX + k: v for k, v in c.items()}} for f, c in zip(train_features, cached)]
     if targets:
         _check_shapes(student, spec, tokenizer, train_features[:2], cached[:2], per_token)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -78,6 +79,27 @@ def test_the_student_learns_the_teacher_whose_outputs_are_computed_once(clf_teac
     # the exported student is a plain model (no projection, no teacher) that transformers-style loaders read
     student = get_task("text-classification").head.from_pretrained(out / "model")
     assert not any("projection" in k or "student." in k for k in student.state_dict())
+
+
+def test_cached_outputs_are_each_examples_own_whatever_the_batch_order(tmp_path):
+    """The teacher pass batches longest first; each example gets its own outputs back, cut to
+    its length (NER: per token), equal to a forward of that example alone."""
+    from nlp.train.distill import teacher_outputs
+
+    tags = ["O", "B-PER", "I-PER"]
+    d = _teacher("token-classification", tmp_path / "ner", id2label=dict(enumerate(tags)))
+    spec, tok = get_task("ner"), load_tokenizer(d)
+    model = spec.head.from_pretrained(d).eval()
+    texts = ["张三", "李四在北京大学工作了很多年", "好", "王五去了广州和上海"]
+    feats = [{"input_ids": tok(t)["input_ids"], "attention_mask": [1] * len(tok(t)["input_ids"]),
+              "labels": [0] * len(tok(t)["input_ids"])} for t in texts]
+    cached = teacher_outputs(model, feats, spec.collator(tok), ["logits"], batch_size=3, per_token=["logits"],
+                             label_keys=spec.label_keys)
+    for f, c in zip(feats, cached):
+        with torch.no_grad():
+            alone = model(input_ids=torch.tensor([f["input_ids"]])).logits[0].numpy()
+        assert c["logits"].shape == alone.shape
+        np.testing.assert_allclose(c["logits"], alone, atol=1e-5)
 
 
 def test_hidden_states_through_a_projection_and_an_exact_resume(clf_teacher, tmp_path):
