@@ -173,6 +173,11 @@ def worker(args: argparse.Namespace) -> None:
         return {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
 
     big = [batch(texts[i:i + 32]) for i in range(0, len(texts), 32)]
+    if args.accuracy_only:
+        accuracy = float((np.concatenate([run(b).argmax(-1) for b in big]) == labels).mean())
+        print(json.dumps({"row": args.row, "accuracy": accuracy, "bytes": int(size), "texts_per_s": float("nan"),
+                          "p50_ms": float("nan")}))
+        return
     ones = [batch([t]) for t in texts[: args.latency_texts]]
     for b in big[:2] + ones[:5]:  # warm-up: thread pools, oneDNN primitives, onnxruntime arenas
         run(b)
@@ -204,6 +209,8 @@ def main() -> None:
     p.add_argument("--prepare-only", action="store_true",
                    help="write the exports and the pruned student into --work-dir, time nothing (a busy machine's "
                         "CPU-heavy half; the timed run then reuses them)")
+    p.add_argument("--accuracy-only", action="store_true",
+                   help="accuracy and file size only, one round, nothing timed (a busy machine)")
     p.add_argument("--worker", dest="row", default=None, help=argparse.SUPPRESS)
     p.add_argument("--path", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -213,6 +220,8 @@ def main() -> None:
         return vocab_sizes(Path(args.work_dir))
     if args.quick:
         args.rounds, args.texts, args.latency_texts = 1, 64, 10
+    if args.accuracy_only:
+        args.rounds = 1
     paths = prepare(Path(args.work_dir), Path(args.plain_run), Path(args.distilled_run))
     if args.prepare_only:
         for row, path in paths.items():
@@ -222,7 +231,8 @@ def main() -> None:
     for r in range(args.rounds):
         for row in (args.rows if r % 2 == 0 else args.rows[::-1]):
             cmd = [sys.executable, __file__, "--worker", row, "--path", str(paths[row]), "--threads", str(args.threads),
-                   "--latency-texts", str(args.latency_texts)] + (["--texts", str(args.texts)] if args.texts else [])
+                   "--latency-texts", str(args.latency_texts)] + (["--texts", str(args.texts)] if args.texts else []) \
+                + (["--accuracy-only"] if args.accuracy_only else [])
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
             if done.returncode != 0:
                 print(f"{row}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
