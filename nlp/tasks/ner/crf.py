@@ -110,16 +110,16 @@ def viterbi(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tens
         history.append(idx)
         score = torch.where(m[:, t, None], best + em[:, t], score)
     score = score + end
-    out = []
-    for b in range(B):
-        n = lengths[b]
-        if n == 0:
-            out.append([])
-            continue
-        tag = int(score[b].argmax())
-        path = [tag]
-        for t in range(n - 1, 0, -1):
-            tag = int(history[t - 1][b, tag])
-            path.append(tag)
-        out.append(path[::-1])
-    return out
+    # backtrace every row at once: row b's path ends at position n_b - 1 with its best final tag
+    # and steps back through history while t < n_b (one gather per position, not per token)
+    n = m.sum(1)  # (B,)
+    paths = torch.zeros(B, T, dtype=torch.long, device=em.device)
+    tag = score.argmax(-1)  # (B,)
+    rows = torch.arange(B, device=em.device)
+    paths[rows, (n - 1).clamp(min=0)] = tag
+    for t in range(T - 1, 0, -1):
+        prev = history[t - 1].gather(1, tag[:, None]).squeeze(1)  # (B,)
+        inside = t < n
+        tag = torch.where(inside, prev, tag)
+        paths[:, t - 1] = torch.where(inside, tag, paths[:, t - 1])
+    return [row[:k] for row, k in zip(paths.tolist(), lengths)]
