@@ -39,55 +39,80 @@ class TokenClassificationPipeline(Pipeline):
         if not 0 <= stride < room:
             raise ConfigError(f"stride={stride} must be in [0, {room}) for max_length={self.max_length}")
         words = [[(i, c) for i, c in enumerate(t) if not c.isspace()] for t in batch]
-        # per text: word -> (centrality, tag id, prob) of the best window seen so far
-        best: list[dict[int, tuple[int, int, float]]] = [{} for _ in batch]
+        # per text and word: the best window's (centrality, tag id, prob); centrality -1: not seen
+        best = [_Best(len(ws)) for ws in words]
         todo = [i for i, ws in enumerate(words) if ws]  # a text without words has no entities
         if todo:
             self._tag_words([[c for _, c in words[i]] for i in todo], [best[i] for i in todo], stride)
         id2label = self.config.id2label
         results = []
         for text, ws, seen in zip(batch, words, best):
-            tags = [id2label[seen[w][1]] if w in seen else "O" for w in range(len(ws))]
-            scores = [seen[w][2] if w in seen else 1.0 for w in range(len(ws))]
+            tags, scores = seen.tags_and_scores(id2label)
             spans = [(i, i + 1) for i, _ in ws]
             results.append(tags_to_entities(text, tags, spans, scores))
         return results[0] if single else results
 
-    def _tag_words(self, words: list[list[str]], best: list[dict], stride: int) -> None:
-        """Fill `best[i]` (word -> (centrality, tag, prob)) for the words of each text, all
-        windows of all texts batched together."""
+    def _tag_words(self, words: list[list[str]], best: list[_Best], stride: int) -> None:
+        """Update `best[i]` with the tags of the words of each text, all windows of all texts
+        batched together; each row's first sub-tokens of words are decoded as one chain."""
         enc = self.tokenizer(words, is_split_into_words=True, truncation=True, max_length=self.max_length,
                              stride=stride, return_overflowing_tokens=True)
         n_rows = len(enc["input_ids"])
-        word_ids = [enc.word_ids(r) for r in range(n_rows)]
         sample = enc["overflow_to_sample_mapping"]
+        # per row: the token positions that start a word, and those words (numpy, not per token)
+        firsts, row_words, content = [], [], []
+        for r in range(n_rows):
+            wid = np.array([-1 if w is None else w for w in enc.word_ids(r)], dtype=np.int64)
+            first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
+            firsts.append(np.flatnonzero(first))
+            row_words.append(wid[first])
+            inside = np.flatnonzero(wid >= 0)  # the row's tokens of words, special tokens aside
+            content.append((inside[0], inside[-1]) if len(inside) else (0, 0))
         # rows whose words all vanished in the tokenizer (zero-width and other ignored characters)
-        rows = [r for r in range(n_rows) if any(w is not None for w in word_ids[r])]
+        rows = [r for r in range(n_rows) if len(firsts[r])]
         if not rows:
             return
         logits_rows = self._forward([{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in rows])
+        # the rows' word positions moved to the front (what decoding does to a masked row anyway)
         num_labels = logits_rows[0].shape[-1]
-        T = max(len(lg) for lg in logits_rows)
-        padded = torch.zeros((len(rows), T, num_labels))
-        mask = torch.zeros(len(rows), T, dtype=torch.bool)
+        lengths = [len(firsts[r]) for r in rows]
+        emissions = torch.zeros((len(rows), max(lengths), num_labels))
         for j, (r, lg) in enumerate(zip(rows, logits_rows)):
-            padded[j, : len(lg)] = torch.from_numpy(np.ascontiguousarray(lg, dtype=np.float32))
-            prev = None
-            for t, w in enumerate(word_ids[r]):
-                mask[j, t] = w is not None and w != prev
-                prev = w
+            emissions[j, : lengths[j]] = torch.from_numpy(np.ascontiguousarray(lg[firsts[r]], dtype=np.float32))
+        mask = torch.arange(emissions.shape[1])[None, :] < torch.tensor(lengths)[:, None]  # (R, W)
         crf = self.backend.crf
         crf = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
-        decoded = decode_tags(padded, mask, self.config.id2label, crf=crf)
-        probs = torch.softmax(padded, -1)
+        decoded = decode_tags(emissions, mask, self.config.id2label, crf=crf)
+        tags = torch.zeros(mask.shape, dtype=torch.long)
+        for j, d in enumerate(decoded):
+            tags[j, : len(d)] = torch.tensor(d, dtype=torch.long)
+        probs = torch.softmax(emissions, -1).gather(2, tags[:, :, None]).squeeze(2).numpy()  # (R, W)
+        tags_np = tags.numpy()
         for j, r in enumerate(rows):
-            positions = mask[j].nonzero().flatten().tolist()
-            wids = word_ids[r]
-            content = [t for t, w in enumerate(wids) if w is not None]
-            lo, hi = content[0], content[-1]
-            seen = best[sample[r]]
-            for t, tag in zip(positions, decoded[j]):
-                w = wids[t]
-                centrality = min(t - lo, hi - t)
-                if w not in seen or centrality > seen[w][0]:
-                    seen[w] = (centrality, int(tag), float(probs[j, t, tag]))
+            n, pos = lengths[j], firsts[r]
+            lo, hi = content[r]  # a word's centrality: its distance to the nearer end of the window
+            centrality = np.minimum(pos - lo, hi - pos)
+            best[sample[r]].update(row_words[r], centrality, tags_np[j, :n], probs[j, :n])
+
+
+class _Best:
+    """Per word of one text, what the best window so far said: centrality (-1: no window yet),
+    tag id, probability. A window replaces another's tag only where the word is more central."""
+
+    __slots__ = ("centrality", "tag", "prob")
+
+    def __init__(self, n_words: int) -> None:
+        self.centrality = np.full(n_words, -1, dtype=np.int64)
+        self.tag = np.zeros(n_words, dtype=np.int64)
+        self.prob = np.ones(n_words, dtype=np.float32)
+
+    def update(self, words: np.ndarray, centrality: np.ndarray, tags: np.ndarray, probs: np.ndarray) -> None:
+        better = centrality > self.centrality[words]
+        w = words[better]
+        self.centrality[w], self.tag[w], self.prob[w] = centrality[better], tags[better], probs[better]
+
+    def tags_and_scores(self, id2label: dict[int, str]) -> tuple[list[str], list[float]]:
+        seen = self.centrality >= 0
+        tags = [id2label[t] if s else "O" for t, s in zip(self.tag.tolist(), seen.tolist())]
+        scores = [p if s else 1.0 for p, s in zip(self.prob.tolist(), seen.tolist())]
+        return tags, scores
