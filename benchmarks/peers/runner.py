@@ -13,9 +13,11 @@ on the first 50 sentences (not timed), then every sentence runs once; one JSON l
 {"chars": ..., "seconds": ..., "chars_per_s": ...}.
 
 A tool is analysed as it is scored: jieba.posseg, LAC's `run` (words + POS + PER/LOC/ORG),
-thulac with POS, pkuseg's default model (segmentation: its postag model downloads at first use), jiagu seg + pos + ner. `ours:TASK[=MODEL][@PRECISION]` is any
-`nlp.pipeline` task (and model: a hub name, directory or export directory), PyTorch models in
-PRECISION (default --precision: auto, bf16 autocast where the CPU has native bf16; or fp32).
+thulac with POS, pkuseg's default model (segmentation: its postag model downloads at first
+use), jiagu seg + pos + ner. `ours:TASK[=MODEL][@PRECISION]` is any `nlp.pipeline` task (and
+model: a hub name, directory or export directory), PyTorch models in PRECISION (default
+--precision: auto, bf16 autocast where the CPU has native bf16; or fp32). --bare (ours, with
+--speed) times the forward passes alone, the texts tokenized before the clock starts.
 
 Threads: --threads N caps every pool a tool may use (OMP/MKL/OpenBLAS env vars set before the
 tool imports, torch.set_num_threads, onnxruntime's intra-op pool). Python 3.8 compatible: the
@@ -117,7 +119,7 @@ def _jiagu(threads: int, options: dict):
 
 
 def _ours(threads: int, options: dict):
-    """`ours:TASK[=MODEL]`: an nlp.pipeline, its answers turned into words / entities."""
+    """`ours:TASK[=MODEL][@PRECISION]`: an nlp.pipeline, its answers turned into words / entities."""
     # this checkout, or another one named by $LEXICAL_OURS_ROOT (benchmarks/lexical.py --before)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, os.environ.get("LEXICAL_OURS_ROOT") or repo)
@@ -243,7 +245,7 @@ def load(tool: str, threads: int, options: dict):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("tool", help=f"one of {', '.join(TOOLS)}, or ours:TASK[=MODEL]")
+    ap.add_argument("tool", help=f"one of {', '.join(TOOLS)}, or ours:TASK[=MODEL][@PRECISION]")
     ap.add_argument("--input", required=True, help="JSON lines {\"text\": ...}")
     ap.add_argument("--output", help="tagging: where the answers go (JSON lines)")
     ap.add_argument("--speed", action="store_true", help="time one pass instead of tagging")

@@ -99,7 +99,7 @@ class _Best:
     """Per word of one text, what the best window so far said: centrality (-1: no window yet),
     tag id, probability. A window replaces another's tag only where the word is more central."""
 
-    __slots__ = ("centrality", "tag", "prob")
+    __slots__ = ("centrality", "prob", "tag")
 
     def __init__(self, n_words: int) -> None:
         self.centrality = np.full(n_words, -1, dtype=np.int64)
