@@ -137,14 +137,16 @@ def _ours(threads: int, options: dict):
     task, _, model = spec.partition("=")
     precision = precision or options["precision"]
     kwargs, tokenizer = {}, None
-    if get_task(task).needs_model:
+    spec = get_task(task)
+    builtin = model in (getattr(spec, "builtin_pipelines", None) or {})  # e.g. word-segmentation=jieba
+    if spec.needs_model and not builtin:
         kwargs["batch_size"] = options["batch_size"]
         from nlp.deploy import OnnxBackend, is_export_dir
 
         if model and os.path.isdir(model) and is_export_dir(model):  # onnxruntime, capped at `threads`
             model, tokenizer = OnnxBackend(model, threads=threads), model
-    elif model == "jieba":
-        model = None  # a model-free task runs jieba today; `=jieba` keeps working once it takes model=
+    elif not spec.needs_model and model == "jieba":
+        model = None  # a checkout where word segmentation is jieba alone and takes no model=
     pipe = nlp.pipeline(task, model=model or None, tokenizer=tokenizer, **kwargs)
     cast = contextlib.nullcontext()
     if precision != "fp32" and getattr(pipe, "model", None) is not None:
