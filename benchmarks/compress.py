@@ -196,9 +196,9 @@ def worker(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--plain-run", default="/work/runs/compress/student-plain")
-    p.add_argument("--distilled-run", default="/work/runs/compress/student-distilled")
-    p.add_argument("--work-dir", default="/work/runs/compress/bench", help="exports are kept here")
+    p.add_argument("--plain-run", default="runs/student-plain")
+    p.add_argument("--distilled-run", default="runs/student-distilled")
+    p.add_argument("--work-dir", default="runs/compress-bench", help="exports are kept here")
     p.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
