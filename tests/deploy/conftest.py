@@ -12,6 +12,8 @@ import yaml
 
 import nlp
 
+from tasks._task_fixtures import save_as_fine_tuned
+
 ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 CLF_TEXTS = ["张三在北京大学工作，李四在上海。", "  王五去了广州", "这家餐厅的服务非常好，菜也很新鲜，下次还会再来。", "好",
              "ＡＢＣ公司的iPhone很好用"]
@@ -19,16 +21,8 @@ NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
 
 
 def _save(cls, out: Path, **overrides) -> Path:
-    from nlp.tokenizer import load_tokenizer
-
     torch.manual_seed(0)
-    model = cls.from_pretrained(ASSET, **overrides)
-    for p in model.parameters():  # a trained-looking head: larger logits than a fresh init gives
-        if p.dim() == 2 and p.shape[0] < 10:
-            torch.nn.init.normal_(p, std=0.5)
-    model.save_pretrained(out)
-    load_tokenizer(ASSET).save_pretrained(out)
-    return out
+    return save_as_fine_tuned(cls.from_pretrained(ASSET, **overrides), out, head_std=0.5)
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,8 @@ from nlp.tasks.backend import TorchBackend
 from nlp.tasks.registry import get_task
 from nlp.tokenizer import load_tokenizer
 
+from tasks._task_fixtures import save_as_fine_tuned
+
 ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
 HEADS = {"text-classification": dict(id2label={0: "negative", 1: "positive"}),
@@ -35,13 +37,7 @@ def _tiny(task: str, out: Path) -> Path:
     spec = get_task(task)
     cfg = nlp.AutoConfig.from_pretrained(ASSET, **TINY, **HEADS[task])
     torch.manual_seed(0)
-    model = spec.head(cfg)
-    for p in model.parameters():  # logits that are not all near zero: a decision to keep
-        if p.dim() == 2 and p.shape[0] < 10:
-            torch.nn.init.normal_(p, std=0.5)
-    model.save_pretrained(out)
-    load_tokenizer(ASSET).save_pretrained(out)
-    return out
+    return save_as_fine_tuned(spec.head(cfg), out, head_std=0.5)
 
 
 @pytest.fixture(scope="module")

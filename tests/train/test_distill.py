@@ -19,6 +19,7 @@ from nlp.train import TrainingInterrupted
 from nlp.train.finetune import finetune
 from nlp.train.recipe import load_recipe
 
+from tasks._task_fixtures import save_as_fine_tuned
 from train._recipe_fixtures import cmrc_files
 from train._toy import StopAt, losses
 
@@ -32,12 +33,7 @@ def _teacher(task: str, out: Path, **head) -> Path:
     ernie-tiny-zh's tokenizer."""
     torch.manual_seed(1)
     model = get_task(task).head(nlp.AutoConfig.from_pretrained(ASSET, **TINY, **head))
-    for p in model.parameters():
-        if p.dim() == 2 and p.shape[0] < 10:
-            torch.nn.init.normal_(p, std=1.0)
-    model.save_pretrained(out)
-    load_tokenizer(ASSET).save_pretrained(out)
-    return out
+    return save_as_fine_tuned(model, out, head_std=1.0)
 
 
 @pytest.fixture(scope="module")
