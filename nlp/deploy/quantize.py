@@ -76,7 +76,10 @@ def gemms_to_matmuls(model: Any) -> int:
 def node_groups(model_path: Path) -> dict[str, list[str]]:
     """Names of the nodes in each group a caller may keep in fp32:
     "embeddings": Gathers that read a 2-D weight (word and token-type embeddings);
-    "classifier": the MatMul/Gemm nodes nearest the graph outputs (the task head's linear)."""
+    "classifier": the MatMul/Gemm nodes nearest the graph outputs (the task head's linear), none
+    for a head without one (an embedding model pools the encoder's output): the walk back from
+    an output stops at the encoder's last LayerNormalization, so it never reaches into the
+    encoder's own linears through the residual adds."""
     import onnx
 
     graph = onnx.load(str(model_path), load_external_data=False).graph
@@ -91,6 +94,8 @@ def node_groups(model_path: Path) -> dict[str, list[str]]:
             if node is None or node.name in seen:
                 continue
             seen.add(node.name)
+            if node.op_type == "LayerNormalization":  # the encoder's output: no head linear on this path
+                continue
             if node.op_type in ("MatMul", "Gemm"):
                 if node.name not in head:
                     head.append(node.name)

@@ -70,6 +70,14 @@ def test_export_matches_pytorch_by_cosine(run, quantize):
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["task"] == "feature-extraction"
     assert manifest["outputs"] == [{"name": "sentence_embedding", "dtype": "float32", "shape": ["batch", "hidden"]}]
+    if quantize:  # no head linear to keep in float: every encoder linear is int8 (qkv inside QAttention)
+        import onnx
+
+        assert manifest["quantization"]["kept_fp32"] == {"classifier": []}
+        ops = [n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node]
+        layers = json.loads((out / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
+        assert ops.count("QAttention") == layers and ops.count("MatMulInteger") == 3 * layers
+        assert "MatMul" not in ops
     torch_vecs = nlp.pipeline("feature-extraction", model=str(run / "run" / "model"))(TEXTS)
     onnx_vecs = nlp.pipeline("feature-extraction", model=str(out))(TEXTS)
     cosines = (torch_vecs * onnx_vecs).sum(-1)  # both normalised
