@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from nlp.deploy import export_model
+    from nlp.tasks import get_task
 
     from nlp._common import ConfigError
 
@@ -76,8 +77,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"  check on {fp32['texts']} texts: fp32 max |ONNX - PyTorch| = {fp32['max_abs_diff']:.2e} (limit 1e-4)")
     if "int8" in r.check:
         q = r.check["int8"]
-        print(f"  int8: predicted labels agree with PyTorch on {q['label_agreement']:.1%} "
-              f"(max |diff| {q['max_abs_diff']:.3f}); model {r.model_bytes / 1e6:.1f} MB = "
+        if get_task(r.task).export_agreement == "cosine":
+            agreement = f"vectors' cosine with PyTorch >= {q['min_cosine']:.5f}"
+        else:
+            agreement = f"predicted labels agree with PyTorch on {q['label_agreement']:.1%}"
+        print(f"  int8: {agreement} (max |diff| {q['max_abs_diff']:.3f}); model {r.model_bytes / 1e6:.1f} MB = "
               f"{r.model_bytes / r.fp32_bytes:.0%} of fp32 ({r.fp32_bytes / 1e6:.1f} MB)")
     else:
         print(f"  model {r.model_bytes / 1e6:.1f} MB")

@@ -69,9 +69,18 @@ class Comparison:
     texts: int
     max_abs_diff: float  # over every output, at real (unpadded) positions
     label_agreement: float  # share of predicted labels (argmax; NER per token, QA start and end) that agree
+    min_cosine: float  # the lowest cosine between an exported row and PyTorch's (vectors: embeddings)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"texts": self.texts, "max_abs_diff": self.max_abs_diff, "label_agreement": self.label_agreement}
+        return {"texts": self.texts, "max_abs_diff": self.max_abs_diff, "label_agreement": self.label_agreement,
+                "min_cosine": self.min_cosine}
+
+
+def _min_cosine(ref: np.ndarray, out: np.ndarray) -> float:
+    """The lowest cosine between matching rows (last axis) of `ref` and `out`."""
+    ref, out = ref.astype(np.float64), out.astype(np.float64)
+    norms = np.linalg.norm(ref, axis=-1) * np.linalg.norm(out, axis=-1)
+    return float(((ref * out).sum(-1) / np.maximum(norms, 1e-30)).min())
 
 
 def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],
@@ -79,20 +88,24 @@ def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],
     mask = attention_mask.astype(bool)
     if mask.ndim > 2:  # (batch, choices, sequence): a row per example, as the outputs have
         mask = mask.reshape(mask.shape[0], -1)
-    diffs, agree, total = [], 0, 0
+    diffs, cosines, agree, total = [], [], 0, 0
     for name, ref in expected.items():
         out = got[name]
         if ref.ndim == 2 and ref.shape == mask.shape:  # QA (B, T): positions past a text are padding
             ref, out = np.where(mask, ref, -1e4), np.where(mask, out, -1e4)
             diffs.append(float(np.abs(ref - out)[mask].max()))
+            cosines.append(_min_cosine(np.where(mask, ref, 0.0), np.where(mask, out, 0.0)))
             agree += int((ref.argmax(-1) == out.argmax(-1)).sum())
             total += ref.shape[0]
         elif ref.ndim == 3:  # NER (B, T, L)
             diffs.append(float(np.abs(ref - out)[mask].max()))
+            cosines.append(_min_cosine(ref[mask], out[mask]))
             agree += int((ref.argmax(-1) == out.argmax(-1))[mask].sum())
             total += int(mask.sum())
-        else:  # classification (B, L)
+        else:  # classification (B, L), a sentence embedding (B, H)
             diffs.append(float(np.abs(ref - out).max()))
+            cosines.append(_min_cosine(ref, out))
             agree += int((ref.argmax(-1) == out.argmax(-1)).sum())
             total += ref.shape[0]
-    return Comparison(texts=int(mask.shape[0]), max_abs_diff=max(diffs), label_agreement=agree / max(1, total))
+    return Comparison(texts=int(mask.shape[0]), max_abs_diff=max(diffs), label_agreement=agree / max(1, total),
+                      min_cosine=min(cosines))

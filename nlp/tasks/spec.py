@@ -86,6 +86,9 @@ class TaskSpec:
     # by the model's position embeddings; the other names are free dynamic axes
     export_input_axes: ClassVar[dict[str, tuple[str, ...]] | None] = None
     export_outputs: ClassVar[dict[str, tuple[str, ...]]]
+    # what the export check reports for an int8 model: "labels" (the share of argmax labels that
+    # agree with PyTorch: scores) or "cosine" (the lowest cosine of a row with PyTorch's: vectors)
+    export_agreement: ClassVar[str] = "labels"
     # how `POST /predict` parses, runs and shapes a request (nlp/tasks/serving.py)
     serving: ClassVar[ServingAdapter] = ServingAdapter()
     # the task layer's own functions, for direct use (`ds.map(spec.preprocess, ...)`)

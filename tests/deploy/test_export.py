@@ -45,6 +45,22 @@ def test_fp32_onnx_equals_pytorch_on_real_texts_of_any_batch_and_length(sources,
     assert read_manifest(exports[name])["check"]["fp32"]["max_abs_diff"] <= 1e-4
 
 
+def test_comparison_reports_the_lowest_row_cosine_at_real_positions():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(3, 8)).astype(np.float32)
+    turned = vectors.copy()
+    turned[1] = -vectors[1]  # one row pointing the other way
+    assert compare_outputs({"v": vectors}, {"v": vectors * 2}, np.ones((3, 4))).min_cosine == pytest.approx(1.0)
+    assert compare_outputs({"v": vectors}, {"v": turned}, np.ones((3, 4))).min_cosine == pytest.approx(-1.0)
+    # (B, T, L): a padded position's row does not count, however far off it is
+    scores = rng.normal(size=(2, 3, 5)).astype(np.float32)
+    off = scores.copy()
+    off[1, 2] = -scores[1, 2]
+    mask = np.array([[1, 1, 1], [1, 1, 0]])
+    assert compare_outputs({"s": scores}, {"s": off}, mask).min_cosine == pytest.approx(1.0)
+    assert compare_outputs({"s": scores}, {"s": off}, np.ones((2, 3))).min_cosine == pytest.approx(-1.0)
+
+
 @pytest.mark.parametrize("name", ["text-classification", "ner-crf", "question-answering"])
 def test_padding_is_masked_by_an_additive_mask_not_where_guards(exports, name):
     """A bool mask exports as Where (and IsNaN after the softmax) over every (B, heads, T, T)

@@ -66,7 +66,7 @@ def test_predict_writes_one_vector_per_line(run):
 def test_export_matches_pytorch_by_cosine(run, quantize):
     out = run / f"export-{quantize or 'fp32'}"
     args = ["export", str(run / "run"), "--out", str(out)] + (["--quantize", quantize] if quantize else [])
-    _nlp(*args)
+    printed = _nlp(*args).stdout
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["task"] == "feature-extraction"
     assert manifest["outputs"] == [{"name": "sentence_embedding", "dtype": "float32", "shape": ["batch", "hidden"]}]
@@ -74,6 +74,9 @@ def test_export_matches_pytorch_by_cosine(run, quantize):
         import onnx
 
         assert manifest["quantization"]["kept_fp32"] == {"classifier": []}
+        low = manifest["check"]["int8"]["min_cosine"]  # vectors are checked by cosine, not by an argmax
+        assert 0.95 <= low <= 1.0 and f"vectors' cosine with PyTorch >= {low:.5f}" in printed
+        assert "labels agree" not in printed
         ops = [n.op_type for n in onnx.load(str(out / "model.onnx")).graph.node]
         layers = json.loads((out / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
         assert ops.count("QAttention") == layers and ops.count("MatMulInteger") == 3 * layers

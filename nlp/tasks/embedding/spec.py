@@ -40,6 +40,7 @@ class EmbeddingSpec(TaskSpec):
     has_label_set = False
     packable = False  # the texts of an example are encoded side by side, not packed
     export_outputs = {"sentence_embedding": ("batch", "hidden")}
+    export_agreement = "cosine"  # an argmax of a vector means nothing
     serving = EmbeddingPredictAdapter()
     result_field = "embedding"
     reader = staticmethod(read_embedding)
