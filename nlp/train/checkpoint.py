@@ -7,8 +7,10 @@ Layout of one checkpoint, OUTPUT_DIR/checkpoints/step-00000120/:
   rng_state_rank{r}.pt     python / numpy / torch / cuda RNG states of process r
   trainer_state.json       step, epoch, position inside the epoch, best metric, ... (written
                            last: a directory without it is not a checkpoint)
-With `sharded=True` (train.distributed.strategy: fsdp) `sharded/` replaces model.safetensors and
-optimizer.pt: every process writes its own shards of both (nlp.train.dcp_checkpoint).
+With train.distributed.strategy fsdp, `sharded/` replaces model.safetensors and optimizer.pt:
+every process writes its own shards of both (nlp.train.dcp_checkpoint); with deepspeed,
+`deepspeed/` does (the engine's own checkpoint, every process writing its partitions,
+nlp.train.zero).
 
 Why atomic: everything is written into checkpoints/.tmp-step-00000120 and renamed into place
 only when complete, so a crash (or a second Ctrl-C) while saving leaves the previous
@@ -35,7 +37,7 @@ import safetensors.torch
 import torch
 
 from nlp._common import ConfigError, atomic_write
-from nlp.train import dcp_checkpoint
+from nlp.train import dcp_checkpoint, zero
 from nlp.train.errors import CheckpointWriteError
 from nlp.train.run_dir import describe_os_error
 
@@ -115,15 +117,19 @@ class CheckpointManager:
     In data-parallel runs every process calls `save` (each writes its own RNG state); the
     main process writes the rest and renames. `barrier` is the accelerator's wait_for_everyone;
     `agree(flag)` is true on every process when it is true on any (default: one process), so
-    that a failed write stops every process, not only the one that failed. `sharded`: model and
-    optimizer state go through torch.distributed.checkpoint, every process writing its shards.
+    that a failed write stops every process, not only the one that failed. `strategy`
+    (train.distributed.strategy): with fsdp, model and optimizer state go through
+    torch.distributed.checkpoint, every process writing its shards; with deepspeed, through the
+    DeepSpeed engine (passed as `model`; `optimizer` is then unused), every process writing its
+    partitions. `world_size`: the processes of this run (a deepspeed checkpoint loads on as many).
     """
 
     def __init__(self, root: Path, *, is_main: bool, rank: int, barrier: Callable[[], None],
-                 agree: Callable[[bool], bool] | None = None, sharded: bool = False):
+                 agree: Callable[[bool], bool] | None = None, strategy: str = "ddp", world_size: int = 1):
         self.root, self.is_main, self.rank, self.barrier = Path(root), is_main, rank, barrier
         self.agree = agree or (lambda flag: flag)
-        self.sharded = sharded
+        self.strategy, self.world_size = strategy, world_size
+        self.sharded = strategy != "ddp"  # model and optimizer state written by every process
 
     def list(self) -> list[Path]:
         """Complete checkpoints, oldest first."""
@@ -158,8 +164,7 @@ class CheckpointManager:
             if not self.agree(failure is not None):
                 failure = self._attempt(torch.save, capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
             if self.sharded and not self.agree(failure is not None):  # a collective: every process
-                failure = self._attempt(dcp_checkpoint.save_sharded, tmp / dcp_checkpoint.SHARDED_DIR,
-                                        model, optimizer)
+                failure = self._attempt(self._save_sharded, tmp, model, optimizer)
             if not self.agree(failure is not None) and self.is_main:
                 failure = self._attempt(self._complete, tmp, final, state, model, optimizer, scheduler, scaler)
             if self.agree(failure is not None):
@@ -183,6 +188,12 @@ class CheckpointManager:
         except (OSError, RuntimeError, CheckpointException) as err:  # torch.save: RuntimeError
             return err
         return None
+
+    def _save_sharded(self, tmp: Path, model: Any, optimizer: torch.optim.Optimizer) -> None:
+        if self.strategy == "deepspeed":
+            zero.save(tmp, model)
+        else:
+            dcp_checkpoint.save_sharded(tmp / dcp_checkpoint.SHARDED_DIR, model, optimizer)
 
     def _prepare(self, tmp: Path) -> None:
         if tmp.exists():  # left by a crash in an earlier session
@@ -254,6 +265,10 @@ class CheckpointManager:
             )
         state = TrainerState.from_json((path / STATE_FILE).read_text(encoding="utf-8"))
         self._check_format(path)
+        if self.strategy == "deepspeed":
+            zero.check_world_size(path, state.world_size, self.world_size)
+            zero.load(path, model)
+            return state, self._load_schedule_and_rng(path, scheduler)
         if self.sharded:
             dcp_checkpoint.load_sharded(path / dcp_checkpoint.SHARDED_DIR, model, optimizer)
             return state, self._load_schedule_and_rng(path, scheduler)
@@ -278,20 +293,30 @@ class CheckpointManager:
         """Only the model's weights (the best checkpoint's, at the end of a run); every process
         calls it."""
         self._check_format(path)
-        if self.sharded:
+        if self.strategy == "deepspeed":
+            zero.load_model(Path(path), model)
+        elif self.sharded:
             dcp_checkpoint.load_sharded_model(Path(path) / dcp_checkpoint.SHARDED_DIR, model)
         else:
             safetensors.torch.load_model(model, str(Path(path) / "model.safetensors"))
 
     def _check_format(self, path: Path) -> None:
-        sharded = dcp_checkpoint.is_sharded_checkpoint(path)
-        if sharded != self.sharded:
+        written_by, holds = _strategy_of(path)
+        if written_by != self.strategy:
             raise ConfigError(
-                f"checkpoint {path} was written by train.distributed.strategy="
-                f"{'fsdp' if sharded else 'ddp'} ({'sharded/' if sharded else 'model.safetensors'}); "
-                f"this run has strategy={'fsdp' if self.sharded else 'ddp'}. Resume it with "
-                f"train.distributed.strategy={'fsdp' if sharded else 'ddp'}, or start a new output_dir"
+                f"checkpoint {path} was written by train.distributed.strategy={written_by} ({holds}); "
+                f"this run has strategy={self.strategy}. Resume it with "
+                f"train.distributed.strategy={written_by}, or start a new output_dir"
             )
+
+
+def _strategy_of(checkpoint: Path) -> tuple[str, str]:
+    """The strategy whose format a checkpoint holds, and the file or directory that shows it."""
+    if dcp_checkpoint.is_sharded_checkpoint(checkpoint):
+        return "fsdp", f"{dcp_checkpoint.SHARDED_DIR}/"
+    if zero.is_zero_checkpoint(checkpoint):
+        return "deepspeed", f"{zero.ZERO_DIR}/"
+    return "ddp", "model.safetensors"
 
 
 def _fsync_dir(path: Path) -> None:

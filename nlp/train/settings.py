@@ -177,14 +177,34 @@ class DistributedSettings(Settings):
     ddp: every process holds the whole model, gradients are averaged (accelerate's DDP).
     fsdp: parameters, gradients and optimizer state are sharded over the processes (torch FSDP2,
     one unit per encoder layer), checkpoints too (torch.distributed.checkpoint): for models whose
-    training state does not fit one device. Same losses as ddp; more communication."""
+    training state does not fit one device. Same losses as ddp; more communication.
+    deepspeed: DeepSpeed ZeRO (nlp.train.zero, an optional install), stage 2 (gradients and
+    optimizer state split, parameters whole) or 3 (parameters split too), its own checkpoints."""
 
-    strategy: Literal["ddp", "fsdp"] = "ddp"
+    strategy: Literal["ddp", "fsdp", "deepspeed"] = "ddp"
     # fsdp: free each layer's gathered parameters after its forward (gather them again for the
     # backward): less memory, one more all-gather per layer and step
     reshard_after_forward: bool = True
     # fsdp on GPUs: keep the shards and the optimizer step in CPU memory (slower steps)
     cpu_offload: bool = False
+    # deepspeed: ZeRO stage 2 (parameters whole on every process: no gathers in the forward) or
+    # 3 (parameters split too: the least memory, an all-gather per layer); null: 2
+    zero_stage: int | None = None
+
+    def problems(self) -> Iterator[Problem]:
+        if self.zero_stage is not None and self.strategy != "deepspeed":
+            yield Problem("zero_stage", f"zero_stage={self.zero_stage} applies to strategy=deepspeed only "
+                                        f"(strategy is {self.strategy!r}); set strategy=deepspeed, or "
+                                        "remove zero_stage")
+        elif self.zero_stage is not None and self.zero_stage not in (2, 3):
+            yield Problem("zero_stage", f"zero_stage must be 2 or 3, got {self.zero_stage} (stage 1 "
+                                        "splits only the optimizer state: use 2, which costs no more "
+                                        "traffic; stage 0 is strategy=ddp)")
+
+    @property
+    def stage(self) -> int:
+        """The ZeRO stage a deepspeed run uses."""
+        return 2 if self.zero_stage is None else self.zero_stage
 
 
 @dataclass

@@ -40,6 +40,7 @@ from nlp.tokenizer.samplers import (
     PackedBatchSampler,
     skip_batches,
 )
+from nlp.train import zero
 from nlp.train.checkpoint import CheckpointManager, TrainerState, restore_rng
 from nlp.train.errors import TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction, default_preprocess, predict_loop
@@ -128,6 +129,8 @@ class Trainer:
         d = settings.distributed
         check_strategy(d.strategy, precision=self.accelerator.mixed_precision, cpu_offload=d.cpu_offload,
                        device=self.accelerator.device)
+        if d.strategy == "deepspeed":
+            zero.check_zero(precision=self.accelerator.mixed_precision)
         if settings.gradient_checkpointing:
             _enable_gradient_checkpointing(model)
         self.model = model
@@ -152,7 +155,8 @@ class Trainer:
             rank=self.accelerator.process_index,
             barrier=self.accelerator.wait_for_everyone,
             agree=self._agree,
-            sharded=settings.distributed.strategy == "fsdp",
+            strategy=settings.distributed.strategy,
+            world_size=self.accelerator.num_processes,
         )
         self._stop_signal: int | None = None
         self._stop_requested = False
@@ -222,16 +226,16 @@ class Trainer:
         total, tokens = torch.zeros((), device=acc.device), 0
         for i, batch in enumerate(micro):
             # Gradients are all-reduced only on the last micro-batch of the step.
-            with acc.no_sync(model) if i < n - 1 else contextlib.nullcontext():
+            with self._no_sync() if i < n - 1 else contextlib.nullcontext():
                 loss = _loss_of(model(**batch))
                 if weights is not None:
                     loss = loss * weights[i]
-                acc.backward(loss / n)
+                self._backward(loss / n)
             total += loss.detach().float()
             tokens += _count_tokens(batch)
         loss = total / n
         if self._agree(not bool(torch.isfinite(loss))):
-            self.optimizer.zero_grad(set_to_none=True)
+            self._drop_gradients()
             state.nonfinite_streak += 1
             logger.warning(
                 "step %d: loss is %s; skipped the update (%d in a row, stopping at %d)",
@@ -245,16 +249,47 @@ class Trainer:
                 )
             return float("nan"), tokens, None
         state.nonfinite_streak = 0
+        return loss.item(), tokens, self._optimizer_step()
+
+    def _no_sync(self) -> contextlib.AbstractContextManager:
+        """Accumulate without reducing (DDP); ZeRO reduces every micro-batch into its partitions."""
+        if zero.is_engine(self._model):
+            return contextlib.nullcontext()
+        return self.accelerator.no_sync(self._model)
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        if zero.is_engine(self._model):
+            zero.backward(self._model, loss)
+        else:
+            self.accelerator.backward(loss)
+
+    def _optimizer_step(self) -> float | None:
+        """Clip, update, schedule; returns the gradient norm before clipping (None unless clipping)."""
+        acc, model, max_norm = self.accelerator, self._model, self.settings.optim.max_grad_norm
+        if zero.is_engine(model):  # the engine clips, steps and schedules
+            _, grad_norm = zero.step(model)
+            return grad_norm if max_norm is not None else None
         grad_norm = None
-        if self.settings.optim.max_grad_norm is not None and is_sharded(model):
-            grad_norm = clip_grad_norm(model.parameters(), self.settings.optim.max_grad_norm)
-        elif self.settings.optim.max_grad_norm is not None:
-            grad_norm = float(acc.clip_grad_norm_(model.parameters(), self.settings.optim.max_grad_norm))
+        if max_norm is not None and is_sharded(model):
+            grad_norm = clip_grad_norm(model.parameters(), max_norm)
+        elif max_norm is not None:
+            grad_norm = float(acc.clip_grad_norm_(model.parameters(), max_norm))
         self.optimizer.step()
         if not acc.optimizer_step_was_skipped:  # fp16 loss scaler found inf gradients
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return loss.item(), tokens, grad_norm
+        return grad_norm
+
+    def _drop_gradients(self) -> None:
+        """Forget this step's gradients without an update (a non-finite loss)."""
+        if not zero.is_engine(self._model):
+            self.optimizer.zero_grad(set_to_none=True)
+            return
+        # DeepSpeed's step finds the non-finite gradient norm, drops the gradients and skips the
+        # update and the schedule (nlp.train.zero: the norm is always computed)
+        applied, norm = zero.step(self._model)
+        if applied:
+            logger.warning("DeepSpeed applied a step whose loss was not finite (gradient norm %s)", norm)
 
     def _loss_weights(self, micro: list[Mapping[str, Any]]) -> list[float] | None:
         """Per micro-batch: the number of processes times this process's share of the global
@@ -304,7 +339,8 @@ class Trainer:
             preprocess=self.preprocess_logits,
             label_keys=self.label_keys,
             num_workers=s.num_workers,
-            equal_batches=is_sharded(self._model),  # every forward is a collective there
+            # every forward is a collective there (ZeRO-3; ZeRO-2 for one code path)
+            equal_batches=is_sharded(self._model) or zero.is_engine(self._model),
         )
 
     def request_stop(self) -> None:
@@ -320,7 +356,7 @@ class Trainer:
         gathered into the main process's CPU memory, every process taking part)."""
         directory = Path(directory)
         model = self.accelerator.unwrap_model(self._model)
-        full = full_model_state(model) if is_sharded(model) else None
+        full = self._full_model_state(model)
         if self.accelerator.is_main_process:
             with _directory_written_whole(directory) as tmp:
                 _save_weights(model, tmp, full)
@@ -328,6 +364,17 @@ class Trainer:
                     extra.save_pretrained(tmp)
         self.accelerator.wait_for_everyone()
         return directory
+
+    def _full_model_state(self, model: torch.nn.Module) -> dict[str, torch.Tensor] | None:
+        """A sharded model's whole state dict on the main process (every process takes part);
+        None for a model that is whole here."""
+        if zero.is_engine(self._model):
+            return zero.full_model_state(self._model, is_main=self.accelerator.is_main_process)
+        return full_model_state(model) if is_sharded(model) else None
+
+    def _checkpointed(self) -> Any:
+        """What the checkpoints save and load: the model, or the DeepSpeed engine."""
+        return self._model if zero.is_engine(self._model) else self.accelerator.unwrap_model(self._model)
 
     # ------------------------------------------------------------------ set-up
 
@@ -356,6 +403,9 @@ class Trainer:
         self.steps_per_epoch = math.ceil(len(self.sampler) / s.grad_accum_steps)
         self.total_steps = s.max_steps or math.ceil(s.epochs * self.steps_per_epoch)
         self._mesh = None
+        if s.distributed.strategy == "deepspeed":
+            self._set_up_zero(model)
+            return
         if s.distributed.strategy == "fsdp" and acc.num_processes > 1:
             model, self._mesh = shard_model(model.to(acc.device), precision=acc.mixed_precision,
                                             reshard_after_forward=s.distributed.reshard_after_forward,
@@ -366,6 +416,18 @@ class Trainer:
             self._model, self.optimizer = model, acc.prepare(optimizer)
         else:
             self._model, self.optimizer = acc.prepare(model, optimizer)
+
+    def _set_up_zero(self, model: torch.nn.Module) -> None:
+        """Our AdamW and schedule on the model, handed to a DeepSpeed engine (nlp.train.zero)."""
+        s, acc = self.settings, self.accelerator
+        model = model.to(acc.device)
+        self.optimizer = build_optimizer(model, s.optim)
+        self.scheduler = build_scheduler(self.optimizer, s.schedule, self.total_steps)
+        self._model = zero.initialize(
+            model, self.optimizer, self.scheduler, stage=s.distributed.stage, precision=acc.mixed_precision,
+            max_grad_norm=s.optim.max_grad_norm,
+            micro_batch_per_process=max(1, s.data.batch_size // acc.num_processes),
+        )
 
     def _begin(self) -> TrainerState:
         """Apply the output-directory policy: resume its last checkpoint, or start fresh in an
@@ -398,7 +460,7 @@ class Trainer:
         self._warn_changed_settings()
         state, rng = self.checkpoints.load(
             checkpoint,
-            model=acc.unwrap_model(self._model),
+            model=self._checkpointed(),
             optimizer=self._bare_optimizer(),
             scheduler=self.scheduler,
             scaler=acc.scaler,
@@ -573,7 +635,7 @@ class Trainer:
         state.log_window = LogWindow(loss_sum, int(n), int(tok)).to_state(w.seconds())
         path = self.checkpoints.save(
             state,
-            model=acc.unwrap_model(self._model),
+            model=self._checkpointed(),
             optimizer=self._bare_optimizer(),
             scheduler=self.scheduler,
             scaler=acc.scaler,
@@ -594,6 +656,8 @@ class Trainer:
         exit. A sharded model keeps its shards (and the group's handle) while the caller holds
         it; it is freed whenever that reference goes, after the group is gone."""
         acc = self.accelerator
+        if zero.is_engine(self._model):  # its hooks, buffers and partitions, before the group goes
+            zero.end(self._model)
         self._model = acc.unwrap_model(self._model)
         acc.free_memory()
         if is_sharded(self._model):  # AdamW's state: DTensor shards on the group's mesh
@@ -627,9 +691,10 @@ class Trainer:
             self._save(state)
         best = self.output_dir / "checkpoints" / state.best_checkpoint if state.best_checkpoint else None
         if self.settings.checkpoint.load_best_at_end and best is not None and state.best_step != state.step:
-            self.checkpoints.load_model(best, self.accelerator.unwrap_model(self._model))
+            self.checkpoints.load_model(best, self._checkpointed())
             logger.info("loaded the best model (step %d) from %s", state.best_step, best)
-        broken = _nonfinite_parameters(self.accelerator.unwrap_model(self._model))
+        broken = _nonfinite_parameters(self._model if zero.is_engine(self._model)
+                                       else self.accelerator.unwrap_model(self._model))
         if self._agree(bool(broken)):  # a sharded model: each process checks its shards
             self._write_report(state, "failed", started, tokens)
             raise TrainingError(
@@ -812,7 +877,10 @@ def _count_tokens(batch: Mapping[str, Any]) -> int:
     return int(ids.numel()) if torch.is_tensor(ids) else 0
 
 
-def _nonfinite_parameters(model: torch.nn.Module) -> list[str]:
+def _nonfinite_parameters(model: Any) -> list[str]:
+    """Names of the parameters whose part held by this process is not finite."""
+    if zero.is_engine(model):
+        return zero.nonfinite_parameters(model)
     return [name for name, p in model.named_parameters() if not bool(torch.isfinite(local_tensor(p)).all())]
 
 

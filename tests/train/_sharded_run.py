@@ -4,11 +4,13 @@
 
 The real CLI runs (`nlp.cli.main`), with a callback added to `finetune`:
 - after step 1, each process writes PROBE_DIR/rank{r}.json: per parameter, whether it is a DTensor
-  and its local and global element counts, and the process count;
+  (fsdp) or a ZeRO-3 partition (deepspeed), its local and global element counts, and the
+  process count;
 - --stop-step K: after step K, each process writes PROBE_DIR/stop-rank{r}.json with its pid and
   waits for the test's SIGTERM (which it then handles like any run: save, stop);
 - --hang-at-save K: while checkpoint step K is being saved, after this process has written its
-  shards, it writes its pid to PROBE_DIR/saving-rank{r} and hangs, for the test's kill -9.
+  shards (DCP's or DeepSpeed's), it writes its pid to PROBE_DIR/saving-rank{r} and hangs, for the
+  test's kill -9.
 """
 
 from __future__ import annotations
@@ -33,17 +35,20 @@ def main() -> int:
     rank = int(os.environ.get("RANK", "0"))
 
     import nlp.train.finetune as finetune_module
-    from nlp.train import dcp_checkpoint
+    from nlp.train import dcp_checkpoint, zero
 
     class Probe:
         def on_step_end(self, trainer, state):
             if state.step == 1:
                 from torch.distributed.tensor import DTensor
 
-                params = {name: {"dtensor": isinstance(p, DTensor),
-                                 "local": (p.to_local() if isinstance(p, DTensor) else p).numel(),
-                                 "global": p.numel()}
-                          for name, p in trainer._model.named_parameters()}
+                if zero.is_engine(trainer._model):
+                    params = zero.partitioned_parameters(trainer._model)
+                else:
+                    params = {name: {"dtensor": isinstance(p, DTensor),
+                                     "local": (p.to_local() if isinstance(p, DTensor) else p).numel(),
+                                     "global": p.numel()}
+                              for name, p in trainer._model.named_parameters()}
                 (probes / f"rank{rank}.json").write_text(json.dumps(
                     {"processes": trainer.accelerator.num_processes, "params": params}))
             if state.step == args.stop_step:
@@ -52,16 +57,23 @@ def main() -> int:
                 while trainer._stop_signal is None and time.monotonic() < deadline:
                     time.sleep(0.05)
 
-    real_save, real_finetune = dcp_checkpoint.save_sharded, finetune_module.finetune
+    real_save, real_zero_save, real_finetune = dcp_checkpoint.save_sharded, zero.save, finetune_module.finetune
 
-    def save_sharded(directory, model, optimizer):
-        real_save(directory, model, optimizer)
-        if directory.parent.name == f".tmp-step-{args.hang_at_save:08d}":
+    def hang_if_saving(checkpoint):
+        if checkpoint.name == f".tmp-step-{args.hang_at_save:08d}":
             (probes / f"saving-rank{rank}").write_text(json.dumps({"pid": os.getpid()}))
             time.sleep(300)
 
+    def save_sharded(directory, model, optimizer):
+        real_save(directory, model, optimizer)
+        hang_if_saving(directory.parent)
+
+    def zero_save(directory, engine):
+        real_zero_save(directory, engine)
+        hang_if_saving(directory)
+
     if args.hang_at_save is not None:
-        dcp_checkpoint.save_sharded = save_sharded
+        dcp_checkpoint.save_sharded, zero.save = save_sharded, zero_save
     finetune_module.finetune = lambda recipe, loaders=None, callbacks=(): real_finetune(
         recipe, loaders, callbacks=[Probe(), *callbacks])
 
