@@ -430,6 +430,14 @@ class Trainer:
         )
 
     def _begin(self) -> TrainerState:
+        try:
+            return self._take_output_dir()
+        except BaseException:  # refused: a DeepSpeed engine (and the group it made) goes too
+            if zero.is_engine(self._model):
+                zero.end(self._model)
+            raise
+
+    def _take_output_dir(self) -> TrainerState:
         """Apply the output-directory policy: resume its last checkpoint, or start fresh in an
         empty/new directory (or one that a run died in before its first checkpoint), or
         refuse: never overwrite a run silently. Then seed (or restore) the RNGs."""

@@ -228,6 +228,17 @@ def end(engine: Any) -> None:
     if _OWN_GROUP and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
         _OWN_GROUP.clear()
+        _forget_world_group()
+
+
+def _forget_world_group() -> None:
+    """DeepSpeed caches its clone of the world group (`deepspeed.utils.groups._WORLD_GROUP`); a
+    later engine in this process (a resumed run in a notebook or a test) would use the destroyed
+    one. Only the one-process group made here is destroyed by this module."""
+    from deepspeed.utils import groups
+
+    if hasattr(groups, "_WORLD_GROUP"):
+        groups._WORLD_GROUP = None
 
 
 def _skip_shared_memory_op() -> None:
@@ -237,7 +248,12 @@ def _skip_shared_memory_op() -> None:
     torch.distributed / gloo). Marked incompatible, DeepSpeed falls back to gloo for it."""
     import deepspeed.ops
 
-    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # DeepSpeed keeps this one dict
+    probed = vars(deepspeed.ops).get("__compatible_ops__")
+    if probed is not None:  # DeepSpeed keeps this one dict and reads it when its comm layer starts
+        probed["deepspeed_shm_comm"] = False
+    else:  # not probed yet: the probe compiles test programs for every op (a libaio link error
+        # on stderr without libaio); ZeRO training with our optimizer builds none of them
+        deepspeed.ops.__compatible_ops__ = {"deepspeed_shm_comm": False}
 
 
 _OWN_GROUP: list[bool] = []  # set when this module made a one-process group

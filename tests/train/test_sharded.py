@@ -15,17 +15,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-import nlp
 from nlp._common import ConfigError
 from nlp.train import TrainingInterrupted
 from nlp.train.sharding import check_strategy
@@ -33,81 +30,20 @@ from nlp.train.sharding import check_strategy
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _toy  # noqa: E402
-REPO = HERE.parents[1]
-MODEL = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
-TIMEOUT = 300  # seconds per launch, generous: the machine may be busy
-
-
-def _overrides(out: Path, batching: str = "dynamic", *extra: str) -> list[str]:
-    packed = ["train.data.pack_max_length=96"] if batching == "packed" else []
-    return [
-        "model.name=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
-        f"tokenizer.name={MODEL}",
-        "model.config.num_hidden_layers=2", "model.config.hidden_size=32",
-        "model.config.num_attention_heads=2", "model.config.intermediate_size=64",
-        "model.config.max_position_embeddings=512",
-        "model.config.hidden_dropout_prob=0", "model.config.attention_probs_dropout_prob=0",
-        "data.max_length=64", "data.max_train_samples=64",
-        # 9 dev examples, 1 per process and batch: rank 0 runs one forward more than rank 1, which
-        # a sharded model's evaluation must match (its forward is a collective)
-        "data.max_eval_samples=9", "train.data.eval_batch_size=2",
-        "train.max_steps=4", "train.data.batch_size=8", f"train.data.batching={batching}", *packed,
-        "train.mixed_precision=no", "train.optim.lr=5e-3", "train.eval.every_steps=null",
-        "train.log.every_steps=1", "train.log.progress_bar=false", "train.log.tensorboard=false",
-        "train.log.plots=false", f"train.output_dir={out}", *extra,
-    ]
-
-
-def _env(gpus: bool = False) -> dict[str, str]:
-    env = dict(os.environ)
-    if not gpus:  # gloo CPU processes, also on a machine with GPUs
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env["OMP_NUM_THREADS"] = "1"
-    for k in [k for k in env if k.startswith(("ACCELERATE_", "TORCHELASTIC_")) or k in ("RANK", "WORLD_SIZE")]:
-        del env[k]
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _command(probes: Path, processes: int, overrides: list[str], *probe_args: str) -> list[str]:
-    script = [str(HERE / "_sharded_run.py"), *probe_args, str(probes), "--", "finetune",
-              "recipes/sentiment-reviews.yaml", *overrides]
-    if processes == 1:
-        return [sys.executable, *script]
-    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(processes),
-            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{_free_port()}", *script]
-
-
-def _run(probes: Path, processes: int, overrides: list[str], expect: int = 0,
-         gpus: bool = False) -> subprocess.CompletedProcess:
-    done = subprocess.run(_command(probes, processes, overrides), cwd=REPO, env=_env(gpus), capture_output=True,
-                          text=True, timeout=TIMEOUT)
-    assert done.returncode == expect, done.stderr[-4000:]
-    assert "terminate called" not in done.stderr, done.stderr[-4000:]
-    return done
-
-
-def _losses(out: Path) -> dict[int, float]:
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
-    return {r["step"]: r["loss"] for r in rows if r["type"] == "train"}
-
-
-def _weights(out: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(out / "model" / "model.safetensors"))
-
-
-def _assert_same_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], rel: float) -> None:
-    assert set(got) == set(want)
-    diff = torch.cat([(got[k] - want[k]).flatten() for k in want]).norm()
-    assert float(diff) <= rel * float(torch.cat([v.flatten() for v in want.values()]).norm())
-    for k in want:  # and no tensor off on its own (the norm above could hide a small one)
-        torch.testing.assert_close(got[k], want[k], rtol=1e-4, atol=1e-5)  # an untrained shard: ~1e-2
+from _sharded_launch import (  # noqa: E402  (shared with tests/train/test_zero.py)
+    REPO,
+    TIMEOUT,
+    assert_same_weights as _assert_same_weights,
+    command as _command,
+    env as _env,
+    free_port as _free_port,
+    grad_norms as _grad_norms,
+    losses as _losses,
+    overrides as _overrides,
+    run as _run,
+    wait_for as _wait_for,
+    weights as _weights,
+)
 
 
 def test_strategy_settings_refuse_what_cannot_work():
@@ -155,11 +91,6 @@ def reference(tmp_path_factory):
             _REFERENCE[key] = out
         return _REFERENCE[key]
     return get
-
-
-def _grad_norms(out: Path) -> dict[int, float]:
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
-    return {r["step"]: r["grad_norm"] for r in rows if r["type"] == "train"}
 
 
 @pytest.mark.parametrize("batching, same, extra", [
@@ -213,16 +144,6 @@ def test_fsdp_bf16_follows_fp32(tmp_path, reference):
     assert got == pytest.approx(want, rel=1e-3, abs=0)
     assert got != pytest.approx(want, rel=1e-6, abs=0)  # it did run in bf16
     assert all(v.dtype == torch.float32 for v in _weights(out).values())  # the export is fp32
-
-
-def _wait_for(paths: list[Path], proc: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not all(p.exists() for p in paths):
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended (rc {proc.returncode}) before {what}: {proc.communicate()[1][-4000:]}")
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    time.sleep(0.2)
 
 
 def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_process(tmp_path, reference):
