@@ -95,7 +95,7 @@ def test_bf16_follows_fp32_and_exports_fp32(tmp_path):
     bf16 = _toy.make_trainer(tmp_path / "bf16", mixed_precision="bf16", distributed__strategy="deepspeed").train()
     _toy.make_trainer(tmp_path / "fp32", distributed__strategy="deepspeed").train()
     got, want = _toy.losses(tmp_path / "bf16"), _toy.losses(tmp_path / "fp32")
-    assert got == pytest.approx(want, rel=2e-2, abs=0)
+    assert got == pytest.approx(want, rel=1e-2, abs=0)  # 0.4% seen: the whole forward runs in bf16
     assert got != pytest.approx(want, rel=1e-6, abs=0)  # it did run in bf16
     assert all(v.dtype == torch.float32 for v in load_file(str(bf16.model_dir / "model.safetensors")).values())
 
