@@ -227,8 +227,13 @@ def end(engine: Any) -> None:
     engine.destroy()
     if _OWN_GROUP and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
-        _OWN_GROUP.clear()
         _forget_world_group()
+    if _OWN_GROUP:
+        previous = _OWN_GROUP.pop()
+        if previous is None:
+            os.environ.pop("LOCAL_RANK", None)
+        else:
+            os.environ["LOCAL_RANK"] = previous
 
 
 def _forget_world_group() -> None:
@@ -256,16 +261,18 @@ def _skip_shared_memory_op() -> None:
         deepspeed.ops.__compatible_ops__ = {"deepspeed_shm_comm": False}
 
 
-_OWN_GROUP: list[bool] = []  # set when this module made a one-process group
+_OWN_GROUP: list[str | None] = []  # when this module made a one-process group: the LOCAL_RANK before
 
 
 def _ensure_process_group(device: torch.device) -> None:
     """DeepSpeed runs over torch.distributed; a one-process run (no launcher) gets a group of one
-    over an in-memory store, destroyed by `end`."""
+    over an in-memory store, and the LOCAL_RANK that DeepSpeed asserts and reads while it runs
+    (launchers set it); `end` takes both away again, or a process started from this one (a
+    test's, a tool's) would take itself for a launched one."""
     if torch.distributed.is_initialized():
         return
     backend = "nccl" if device.type == "cuda" else "gloo"
     store = torch.distributed.HashStore()
     torch.distributed.init_process_group(backend, store=store, rank=0, world_size=1)
-    os.environ.setdefault("LOCAL_RANK", "0")
-    _OWN_GROUP.append(True)
+    _OWN_GROUP.append(os.environ.get("LOCAL_RANK"))
+    os.environ["LOCAL_RANK"] = "0"

@@ -82,7 +82,9 @@ def test_one_process_resumes_exactly_and_refuses_other_formats(tmp_path, stage):
     assert _toy.losses(tmp_path / "run") == pytest.approx(_toy.losses(tmp_path / "ref"), rel=1e-6, abs=0)
     got, want = (load_file(str(r.model_dir / "model.safetensors")) for r in (resumed, unbroken))
     assert_same_weights(got, want, rel=1e-6)
-    assert not torch.distributed.is_initialized()  # the one-process group is gone with the run
+    # the one-process group is gone with the run, and so is the LOCAL_RANK DeepSpeed needed (left
+    # behind, it would make the processes this one starts take themselves for launched ones)
+    assert not torch.distributed.is_initialized() and "LOCAL_RANK" not in os.environ
     with pytest.raises(ConfigError, match="written by train.distributed.strategy=ddp .* strategy=deepspeed"):
         _toy.make_trainer(tmp_path / "ref", max_steps=20, **ds).train()
     with pytest.raises(ConfigError, match="written by train.distributed.strategy=deepspeed .* strategy=fsdp"):
