@@ -52,7 +52,7 @@ from nlp._common import ConfigError
 __all__ = ["ZERO_DIR", "require_deepspeed", "check_zero",
            "engine_config", "initialize", "is_engine", "backward", "step", "is_zero_checkpoint",
            "check_world_size", "save", "load", "load_model", "full_model_state", "end",
-           "partitioned_parameters", "nonfinite_parameters"]
+           "partitioned_parameters", "nonfinite_parameters", "memory_per_process"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,10 @@ def engine_config(*, stage: int, precision: str, max_grad_norm: float | None,
         "managed_gradient_accumulation": False,  # the loop's accumulation; step() is the boundary
         # inf: no clipping, but the norm is still computed, so that a non-finite one skips the step
         "gradient_clipping": math.inf if max_grad_norm is None else float(max_grad_norm),
-        "zero_optimization": {"stage": stage, "overlap_comm": False},
+        # stage3_param_persistence_threshold 0: every parameter is partitioned, as fsdp does
+        # (DeepSpeed's default, 1e5 elements, keeps the smaller ones whole on every process: in a
+        # small model, every layer)
+        "zero_optimization": {"stage": stage, "overlap_comm": False, "stage3_param_persistence_threshold": 0},
         "bf16": {"enabled": precision == "bf16"},
         "zero_allow_untested_optimizer": True,  # torch.optim.AdamW is on its list; say it anyway
         "steps_per_print": 2**31 - 1,  # the trainer logs
@@ -147,15 +150,35 @@ def nonfinite_parameters(engine: Any) -> list[str]:
 
 
 def partitioned_parameters(engine: Any) -> dict[str, dict[str, Any]]:
-    """Per parameter: whether ZeRO-3 partitioned it, and the elements this process holds of it
-    against the whole (for tests and memory counts)."""
+    """Per parameter: whether ZeRO-3 partitions it (and does not keep it whole as "persistent"),
+    the elements of its partition on this process against the whole, and the elements of the
+    whole parameter materialised right now (0 between a partitioned layer's uses)."""
     out = {}
     for name, p in engine.module.named_parameters():
         if hasattr(p, "ds_tensor"):
-            out[name] = {"partitioned": True, "local": p.ds_tensor.numel(), "global": p.ds_numel}
+            out[name] = {"partitioned": not getattr(p, "ds_persist", False), "local": p.ds_tensor.numel(),
+                         "global": p.ds_numel, "gathered": p.data.numel()}
         else:
-            out[name] = {"partitioned": False, "local": p.numel(), "global": p.numel()}
+            out[name] = {"partitioned": False, "local": p.numel(), "global": p.numel(), "gathered": p.numel()}
     return out
+
+
+def memory_per_process(engine: Any) -> dict[str, int]:
+    """Bytes this process holds for training, counted from the tensors (not measured): the
+    model's parameters (ZeRO-3: its partitions), the fp32 master partitions the optimizer updates
+    (a copy of the parameters' partition, also in fp32 training), the fp32 gradient partition
+    (sized as the master partition: what ZeRO-2/3 keep of the gradients for the step; reduction
+    buckets come on top) and AdamW's state."""
+    def size(t: torch.Tensor) -> int:
+        return t.numel() * t.element_size()
+
+    params = sum(size(getattr(p, "ds_tensor", p)) for p in engine.module.parameters())
+    inner = engine.optimizer.optimizer  # our AdamW, on the flat fp32 partitions
+    # ZeRO-3 hands its partitions to AdamW only during the step; ZeRO-2 leaves them in the groups
+    flat = getattr(engine.optimizer, "fp32_partitioned_groups_flat", None)
+    master = sum(size(p) for p in flat) if flat else sum(size(p) for g in inner.param_groups for p in g["params"])
+    state = sum(size(v) for st in inner.state.values() for v in st.values() if torch.is_tensor(v))
+    return {"parameters": params, "master_weights": master, "gradients": master, "optimizer": state}
 
 
 # ---------------------------------------------------------------------- checkpoints

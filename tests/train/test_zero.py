@@ -140,8 +140,10 @@ def test_zero_on_two_processes_trains_like_one(tmp_path, reference, stage, batch
         assert probe["processes"] == 2
         params = probe["params"]
         assert {n.split(".layers.")[1].split(".")[0] for n in params if ".layers." in n} == {"0", "1"}
-        if stage == 3:  # every parameter a partition: half of it (rounded up) on each process
-            whole = [n for n, p in params.items() if not p["partitioned"] or p["local"] != -(-p["global"] // 2)]
+        if stage == 3:  # every parameter a partition, half of it (rounded up) on each process,
+            # and not gathered between steps
+            whole = [n for n, p in params.items()
+                     if not p["partitioned"] or p["local"] != -(-p["global"] // 2) or p["gathered"]]
             assert not whole, f"left whole on rank {rank}: {whole}"
         else:  # ZeRO-2 keeps the parameters whole (gradients and AdamW state are split)
             assert not any(p["partitioned"] for p in params.values())
