@@ -166,33 +166,46 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
 
     def train(self) -> TrainResult:
-        state = self._begin()
-        self._run_callbacks("on_train_start", state)
-        log = self._open_log(state)
-        started, session_tokens = time.perf_counter(), 0
-        status = "finished"
-        with stop_on_signals(self._on_signal), contextlib.closing(log):
-            while state.step < self.total_steps and status == "finished":
-                for n_micro, batches in self._epoch_steps(state):
-                    loss, tokens, grad_norm = self._train_step(n_micro, batches, state)
-                    state.step += 1
-                    state.batches_in_epoch += n_micro
-                    session_tokens += tokens
-                    self._log_step(log, state, loss, grad_norm, tokens)
-                    epoch_end = state.batches_in_epoch >= len(self.sampler)
-                    if self._eval_due(state, epoch_end):  # evaluates, then saves a checkpoint
-                        if self._evaluate_and_track(log, state, started, session_tokens):
-                            status = "early_stopping"
-                    elif self._checkpoint_due(state, epoch_end):
-                        self._save(state)
-                    self._run_callbacks("on_step_end", state)
-                    if self._should_stop():
-                        self._interrupt(state, started, session_tokens)
-                    if state.step >= self.total_steps or status != "finished":
-                        break
-                else:  # the epoch ran out: the next one starts at its first batch
-                    state.epoch, state.batches_in_epoch = state.epoch + 1, 0
-            return self._finish(state, status, started, session_tokens)
+        with self._engine_ended_on_error():
+            state = self._begin()
+            self._run_callbacks("on_train_start", state)
+            log = self._open_log(state)
+            started, session_tokens = time.perf_counter(), 0
+            status = "finished"
+            with stop_on_signals(self._on_signal), contextlib.closing(log):
+                while state.step < self.total_steps and status == "finished":
+                    for n_micro, batches in self._epoch_steps(state):
+                        loss, tokens, grad_norm = self._train_step(n_micro, batches, state)
+                        state.step += 1
+                        state.batches_in_epoch += n_micro
+                        session_tokens += tokens
+                        self._log_step(log, state, loss, grad_norm, tokens)
+                        epoch_end = state.batches_in_epoch >= len(self.sampler)
+                        if self._eval_due(state, epoch_end):  # evaluates, then saves a checkpoint
+                            if self._evaluate_and_track(log, state, started, session_tokens):
+                                status = "early_stopping"
+                        elif self._checkpoint_due(state, epoch_end):
+                            self._save(state)
+                        self._run_callbacks("on_step_end", state)
+                        if self._should_stop():
+                            self._interrupt(state, started, session_tokens)
+                        if state.step >= self.total_steps or status != "finished":
+                            break
+                    else:  # the epoch ran out: the next one starts at its first batch
+                        state.epoch, state.batches_in_epoch = state.epoch + 1, 0
+                return self._finish(state, status, started, session_tokens)
+
+    @contextlib.contextmanager
+    def _engine_ended_on_error(self) -> Iterator[None]:
+        """A run that fails (a refused output directory, a diverged loss) ends its DeepSpeed engine,
+        and with it the one-process group and LOCAL_RANK a one-process run set up (nlp.train.zero);
+        a finished or interrupted run has ended it already."""
+        try:
+            yield
+        except BaseException:
+            if zero.is_engine(self._model):
+                zero.end(self._model)
+            raise
 
     def _epoch_steps(self, state: TrainerState) -> Iterator[tuple[int, Iterator[dict]]]:
         """Yield (number of micro-batches, their iterator) per optimizer step of this epoch,
@@ -430,14 +443,6 @@ class Trainer:
         )
 
     def _begin(self) -> TrainerState:
-        try:
-            return self._take_output_dir()
-        except BaseException:  # refused: a DeepSpeed engine (and the group it made) goes too
-            if zero.is_engine(self._model):
-                zero.end(self._model)
-            raise
-
-    def _take_output_dir(self) -> TrainerState:
         """Apply the output-directory policy: resume its last checkpoint, or start fresh in an
         empty/new directory (or one that a run died in before its first checkpoint), or
         refuse: never overwrite a run silently. Then seed (or restore) the RNGs."""

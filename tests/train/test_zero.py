@@ -14,6 +14,8 @@ with gloo's abort at exit.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import shutil
 import signal
@@ -26,7 +28,7 @@ import torch
 from safetensors.torch import load_file
 
 from nlp._common import ConfigError
-from nlp.train import TrainingInterrupted
+from nlp.train import TrainingError, TrainingInterrupted
 from nlp.train import zero
 
 pytest.importorskip("deepspeed", reason="strategy=deepspeed needs DeepSpeed (in the dev extra)")
@@ -89,6 +91,29 @@ def test_one_process_resumes_exactly_and_refuses_other_formats(tmp_path, stage):
         _toy.make_trainer(tmp_path / "ref", max_steps=20, **ds).train()
     with pytest.raises(ConfigError, match="written by train.distributed.strategy=deepspeed .* strategy=fsdp"):
         _toy.make_trainer(tmp_path / "run", max_steps=20, distributed__strategy="fsdp").train()
+
+
+def test_nonfinite_loss_skips_the_step_like_ddp_then_stops(tmp_path, caplog):
+    """A NaN loss: DeepSpeed's step finds the non-finite gradient norm and drops the update and the
+    schedule's step, so the run goes on exactly as ddp's, which skips the step itself. Without
+    clipping (max_grad_norm null) too: the norm is computed with an infinite threshold."""
+    runs = {}
+    for strategy in ("deepspeed", "ddp"):
+        trainer = _toy.make_trainer(tmp_path / strategy, distributed__strategy=strategy, optim__max_grad_norm=None)
+        trainer.model.nan_steps = {2}
+        with caplog.at_level(logging.WARNING):
+            trainer.train()
+        runs[strategy] = _toy.losses(tmp_path / strategy)
+    assert runs["deepspeed"] == pytest.approx(runs["ddp"], rel=1e-6, abs=0, nan_ok=True)
+    assert math.isnan(runs["deepspeed"][2]) and not math.isnan(runs["deepspeed"][3])
+    assert "DeepSpeed applied a step" not in caplog.text
+
+    trainer = _toy.make_trainer(tmp_path / "stops", distributed__strategy="deepspeed", distributed__zero_stage=3,
+                                max_nonfinite_steps=3)
+    trainer.model.nan_steps = {3, 4, 5}
+    with pytest.raises(TrainingError, match="NaN/inf for 3 steps in a row"):
+        trainer.train()
+    assert not torch.distributed.is_initialized() and "LOCAL_RANK" not in os.environ  # ended on the error
 
 
 def test_bf16_follows_fp32_and_exports_fp32(tmp_path):
