@@ -52,7 +52,8 @@ def check_distributed_backend(use_cuda: bool) -> None:
             raise ConfigError(
                 f"{name} was selected through accelerate's config ({var}=true), but no CUDA GPU "
                 f"is in use, where accelerate would silently run plain data-parallel. To shard, "
-                "set train.distributed.strategy=fsdp (torch FSDP2, CPU or GPU) and launch with "
+                "set train.distributed.strategy=fsdp (torch FSDP2, CPU or GPU) or =deepspeed (ZeRO "
+                "2/3, CPU or GPU) and launch with "
                 "`accelerate launch --multi_gpu --num_processes N --num_machines 1 "
                 "--mixed_precision no --dynamo_backend no ...` (see docs/training.md)."
             )

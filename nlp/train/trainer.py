@@ -815,12 +815,13 @@ def _make_accelerator(s: TrainSettings) -> Accelerator:
         step_scheduler_with_optimizer=False,
     )
     if acc.distributed_type.name in ("FSDP", "DEEPSPEED"):
-        # The sharded path is train.distributed.strategy=fsdp (torch FSDP2 + DCP checkpoints),
-        # not accelerate's plugins, whose states these checkpoints do not save.
+        # The sharded paths are train.distributed.strategy=fsdp (torch FSDP2 + DCP checkpoints) and
+        # =deepspeed (nlp.train.zero), not accelerate's plugins, whose states these checkpoints do not save.
         raise ConfigError(
             f"accelerate's {acc.distributed_type.name} plugin is not supported by nlp.train; launch "
             "with plain data-parallel (accelerate launch --multi_gpu) and set "
-            "train.distributed.strategy=fsdp to shard (see docs/training.md)"
+            "train.distributed.strategy=fsdp (or =deepspeed with train.distributed.zero_stage=2|3) "
+            "to shard (see docs/training.md)"
         )
     return acc
 
