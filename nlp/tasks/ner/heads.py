@@ -14,18 +14,22 @@ the CRF; with it they are refused (a chain would run across the sequences of a r
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nlp._common import DataError
 from nlp.models import Dropout, ErnieConfig, ErnieModel, PreTrainedEncoder
-from nlp.tasks.ner.crf import LinearChainCRF, viterbi
+from nlp.tasks.ner.constrained import SparseRules, structured_viterbi
+from nlp.tasks.ner.crf import LinearChainCRF, compact, viterbi
 from nlp.tasks.ner.tags import allowed_transitions
 
-__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput", "decode_tags"]
+__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput", "decode_tags", "decode_constrained_rows"]
 
 
 @dataclass
@@ -106,23 +110,86 @@ def decode_tags(logits: torch.Tensor, mask: torch.Tensor, id2label: dict[int, st
     otherwise the argmax per token. Unconstrained argmax splits an entity wherever one inner
     token's argmax flips to the wrong prefix, which costs precision most (an `I-X` after `O`
     counts as a new entity). A function of the logits alone (plus the CRF's scores), so the
-    pipelines decode the same way whatever backend produced the logits."""
+    pipelines decode the same way whatever backend produced the logits.
+
+    Constrained decoding runs in O(T*K) where the rules allow it (nlp/tasks/ner/constrained.py:
+    BIO and BIOES tag sets), with the same paths as the general O(T*K^2) Viterbi."""
     mask = mask.bool()
     if crf is not None:
         return viterbi(logits, mask, *(torch.as_tensor(t, device=logits.device) for t in crf))
-    rules = _transition_rules(id2label, logits.shape[-1], logits.device) if constrained else None
+    rules = _rules_of(_label_names(id2label, logits.shape[-1])) if constrained else None
     if rules is None:
         best = logits.argmax(-1)  # (B, T)
         return [row[m].tolist() for row, m in zip(best, mask)]
-    return viterbi(F.log_softmax(logits.float(), dim=-1), mask, *rules)
+    scores, sparse = rules
+    logp = F.log_softmax(logits.float(), dim=-1)
+    if sparse is not None:
+        em, _, kept = compact(logp, mask)  # each row's positions to the front
+        paths = structured_viterbi(em[kept].cpu().numpy(), kept.sum(1).tolist(), sparse)
+        if paths is not None:
+            return paths
+    return viterbi(logp, mask, *(t.to(logits.device) for t in scores))
+
+
+def decode_constrained_rows(logits: Sequence[np.ndarray], id2label: dict[int, str] | None) -> list[list[int]] | None:
+    """`decode_tags`' constrained decoding (no CRF) of ragged rows, each (n_i, K) logits with
+    every position decoded, without padding them into one tensor: the same paths, or None where
+    the O(T*K) path does not apply (then pad and call `decode_tags`). Rows of similar length are
+    decoded together, a few thousand positions at a time (arrays that stay in cache)."""
+    if not logits:
+        return []
+    rules = _rules_of(_label_names(id2label, logits[0].shape[-1]))
+    if rules is None or rules[1] is None:
+        return None
+    out: list[list[int]] = [[] for _ in logits]
+    for group in _groups_of_positions(logits, _DECODE_POSITIONS):
+        flat = torch.from_numpy(np.concatenate([np.asarray(logits[i], dtype=np.float32) for i in group]))
+        logp = F.log_softmax(flat, dim=-1).numpy()  # row by row, as over a padded batch
+        paths = structured_viterbi(logp, [len(logits[i]) for i in group], rules[1])
+        if paths is None:
+            return None
+        for i, path in zip(group, paths):
+            out[i] = path
+    return out
+
+
+# positions decoded at once by decode_constrained_rows: arrays of ~20 MB at 168 tags, which the
+# allocator reuses (larger ones are mapped and page-faulted afresh each call)
+_DECODE_POSITIONS = 32768
+
+
+def _groups_of_positions(rows: Sequence[np.ndarray], limit: int) -> list[list[int]]:
+    """Row indices, longest first, in groups of at most `limit` positions (a longer row alone)."""
+    groups: list[list[int]] = [[]]
+    size = 0
+    for i in sorted(range(len(rows)), key=lambda i: -len(rows[i])):
+        if groups[-1] and size + len(rows[i]) > limit:
+            groups.append([])
+            size = 0
+        groups[-1].append(i)
+        size += len(rows[i])
+    return groups
+
+
+def _label_names(id2label: dict[int, str] | None, num_labels: int) -> tuple[str | None, ...]:
+    id2label = id2label or {}
+    return tuple(id2label.get(i) for i in range(num_labels))
+
+
+@functools.lru_cache(maxsize=64)
+def _rules_of(names: tuple[str | None, ...]) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                                                      SparseRules | None] | None:
+    """(the general decoder's (transitions, start, end) on CPU, the same rules for the O(T*K)
+    path or None), or None when the labels are not a BIO/BIOES tag set; once per label set."""
+    allowed = allowed_transitions(names) if all(isinstance(n, str) for n in names) else None
+    if allowed is None:
+        return None
+    scores = tuple(torch.tensor(a).logical_not().float() * -1e4 for a in allowed)
+    return scores, SparseRules.from_scores(*(t.numpy() for t in scores))
 
 
 def _transition_rules(id2label: dict[int, str] | None, num_labels: int,
                       device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """(transitions, start, end) scores of the label set's scheme: 0 allowed, -1e4 forbidden."""
-    id2label = id2label or {}
-    names = [id2label.get(i) for i in range(num_labels)]
-    allowed = allowed_transitions(names) if all(isinstance(n, str) for n in names) else None
-    if allowed is None:
-        return None
-    return tuple(torch.tensor(a, device=device).logical_not().float() * -1e4 for a in allowed)
+    rules = _rules_of(_label_names(id2label, num_labels))
+    return None if rules is None else tuple(t.to(device) for t in rules[0])
