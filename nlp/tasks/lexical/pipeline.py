@@ -23,6 +23,7 @@ User dictionaries: nlp/tasks/lexical/userdict.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,11 +41,31 @@ from nlp.tasks.lexical.tags import (
     words_from_tags,
 )
 from nlp.tasks.lexical.userdict import UserDictionary, UserDictSource
-from nlp.tasks.ner.heads import decode_tags
+from nlp.tasks.ner.heads import decode_constrained_rows, decode_tags
 
 __all__ = ["LexicalAnalysisPipeline", "PosTaggingPipeline", "SegmentationPipeline"]
 
-_DECODE_TEXTS = 64  # texts decoded together (padded to the longest of them)
+_DECODE_TEXTS = 64  # texts decoded together (padded to the longest of them) by the general decoder
+
+
+@dataclass(frozen=True)
+class _Window:
+    """One window (row) of a text: the token positions that start a character (its first
+    sub-token), those characters (indices among the text's non-space characters), and each one's
+    centrality, its distance in tokens to the nearer end of the window's content."""
+
+    positions: np.ndarray
+    chars: np.ndarray
+    centrality: np.ndarray
+
+    @classmethod
+    def of(cls, word_ids: list[int | None]) -> _Window:
+        wid = np.array([-1 if w is None else w for w in word_ids], dtype=np.int64)
+        first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
+        positions = np.flatnonzero(first)
+        content = np.flatnonzero(wid >= 0)  # the tokens of characters, special tokens aside
+        lo, hi = (content[0], content[-1]) if len(content) else (0, 0)
+        return cls(positions, wid[positions], np.minimum(positions - lo, hi - positions))
 
 
 class LexicalAnalysisPipeline(Pipeline):
@@ -113,36 +134,33 @@ class LexicalAnalysisPipeline(Pipeline):
             return out
         enc = self.tokenizer([texts[k] for k in todo], is_split_into_words=True, truncation=True,
                              max_length=self.max_length, stride=stride, return_overflowing_tokens=True)
-        n_rows = len(enc["input_ids"])
-        word_ids = [enc.word_ids(r) for r in range(n_rows)]
-        sample = enc["overflow_to_sample_mapping"]
-        rows = [r for r in range(n_rows) if any(w is not None for w in word_ids[r])]
+        windows = [_Window.of(enc.word_ids(r)) for r in range(len(enc["input_ids"]))]
+        rows = [r for r, w in enumerate(windows) if len(w.positions)]
         if not rows:
             return out
         logits = self._forward([{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in rows])
-        best: list[dict[int, int]] = [{} for _ in todo]  # char -> centrality of the window it came from
+        centrality = [np.full(len(texts[k]), -1, dtype=np.int64) for k in todo]  # of the window each char came from
         for lg, r in zip(logits, rows):
-            wids = word_ids[r]
-            content = [t for t, w in enumerate(wids) if w is not None]
-            lo, hi = content[0], content[-1]
-            k = sample[r]
+            k, window = enc["overflow_to_sample_mapping"][r], windows[r]
             scores, tagged = out[todo[k]]
-            prev = None
-            for t, w in enumerate(wids):
-                if w is None or w == prev:
-                    prev = w
-                    continue
-                prev = w
-                centrality = min(t - lo, hi - t)
-                if w not in best[k] or centrality > best[k][w]:
-                    best[k][w] = centrality
-                    scores[w] = lg[t]
-                    tagged[w] = True
+            better = window.centrality > centrality[k][window.chars]  # strictly: the first window wins ties
+            chars = window.chars[better]
+            centrality[k][chars] = window.centrality[better]
+            scores[chars] = lg[window.positions[better]]
+            tagged[chars] = True
         return out
 
     def _decode(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
-        """The best well-formed tag ids of each text's tagged characters (texts of similar length
-        decoded together)."""
+        """The best well-formed tag ids of each text's tagged characters: without a CRF all texts at
+        once in O(T*K) (`decode_constrained_rows`), else (or where that does not apply) texts of
+        similar length padded together through `decode_tags`."""
+        if self.backend.crf is None:
+            paths = decode_constrained_rows([em[tagged] for em, tagged in emissions], self.config.id2label)
+            if paths is not None:
+                return paths
+        return self._decode_padded(emissions)
+
+    def _decode_padded(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
         crf = self.backend.crf
         crf = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
         out: list[list[int]] = [[] for _ in emissions]
