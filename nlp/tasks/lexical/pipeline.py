@@ -82,8 +82,8 @@ class LexicalAnalysisPipeline(Pipeline):
         if bad:
             raise ConfigError(f"{self.task!r} needs a model whose labels are B-/I-/E-/S-POS tags (a lexical-analysis "
                               f"model); this one has {names[:6]}... (e.g. {bad[0]!r})")
+        self._names = names
         self._pos_of = [n[2:] for n in names]  # label id -> POS
-        self._prefix_of = [n[0] for n in names]
         self._label_ids = {(n[0], n[2:]): i for i, n in enumerate(names)}  # (B/I/E/S, POS) -> label id
         self.user_dict = UserDictionary.load(user_dict)
 
@@ -115,14 +115,19 @@ class LexicalAnalysisPipeline(Pipeline):
         tags = self._decode(emissions)
         out = []
         for text, positions, em, ids in zip(texts, chars, emissions, tags):
-            per_char: list[str | None] = [None] * len(text)
-            for i, tag in zip((positions[j] for j in range(len(positions)) if em[1][j]), ids):
-                per_char[i] = f"{self._prefix_of[tag]}-{self._pos_of[tag]}"
-            words = words_from_tags(text, per_char)
+            words = words_from_tags(text, self._char_tags(len(text), positions, em[1], ids))
             if len(self.user_dict):
                 words = self._apply_user_dict(text, words, positions, em)
             out.append(words)
         return out
+
+    def _char_tags(self, n: int, positions: list[int], tagged: np.ndarray, ids: list[int]) -> list[str | None]:
+        """One tag name (or None: untagged, or white space) per character of a text of `n`."""
+        per_char: list[str | None] = [None] * n
+        where = positions if tagged.all() else [positions[j] for j in np.flatnonzero(tagged).tolist()]
+        for i, tag in zip(where, ids):
+            per_char[i] = self._names[tag]
+        return per_char
 
     def _emissions(self, texts: list[list[str]], stride: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, (scores (n_chars, L), tagged (n_chars,) bool): each character's logits from
@@ -155,7 +160,8 @@ class LexicalAnalysisPipeline(Pipeline):
         once in O(T*K) (`decode_constrained_rows`), else (or where that does not apply) texts of
         similar length padded together through `decode_tags`."""
         if self.backend.crf is None:
-            paths = decode_constrained_rows([em[tagged] for em, tagged in emissions], self.config.id2label)
+            rows = [em if tagged.all() else em[tagged] for em, tagged in emissions]
+            paths = decode_constrained_rows(rows, self.config.id2label)
             if paths is not None:
                 return paths
         return self._decode_padded(emissions)
