@@ -188,3 +188,33 @@ def test_a_crf_model_decodes_as_before():
     with torch.inference_mode():
         assert pipe.backend.crf is not None
         assert pipe.analyse(texts) == reference_analyse(pipe, texts)
+
+
+def test_words_cut_by_matches_in_one_pass_equal_every_match_per_word():
+    import random
+
+    from nlp.tasks.lexical.pipeline import _outside
+
+    def reference(words, matches):
+        out = []
+        for s, e, p in words:
+            pieces = [(s, e)]
+            for ms, me, _ in matches:
+                pieces = [q for a, b in pieces for q in ((a, min(b, ms)), (max(a, me), b)) if q[0] < q[1]]
+            out += [(a, b, p) for a, b in pieces]
+        return out
+
+    rng = random.Random(0)
+    for _ in range(3000):
+        n = rng.randint(0, 30)
+        bounds = [0, *sorted(rng.sample(range(1, n), rng.randint(0, n - 1))), n] if n > 1 else [0, n]
+        words = [(a, b, rng.choice("nv")) for a, b in zip(bounds, bounds[1:]) if a < b and rng.random() > 0.1]
+        matches, i = [], 0
+        while i < n:
+            if rng.random() < 0.2:
+                size = rng.randint(1, 5)
+                matches.append((i, min(n, i + size), None))
+                i += size + rng.randint(0, 3)
+            else:
+                i += 1
+        assert _outside(words, matches) == reference(words, matches), (words, matches)

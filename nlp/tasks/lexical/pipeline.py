@@ -192,12 +192,7 @@ class LexicalAnalysisPipeline(Pipeline):
         if not matches:
             return words
         index = {c: j for j, c in enumerate(positions)}  # text offset -> row of the emissions
-        out: list[Word] = []
-        for s, e, p in words:
-            pieces = [(s, e)]
-            for ms, me, _ in matches:
-                pieces = [q for a, b in pieces for q in ((a, min(b, ms)), (max(a, me), b)) if q[0] < q[1]]
-            out += [(a, b, p) for a, b in pieces]
+        out = _outside(words, matches)
         for ms, me, pos in matches:
             out.append((ms, me, pos if pos is not None else self._best_pos(ms, me, index, emissions)))
         return sorted(out)
@@ -216,6 +211,26 @@ class LexicalAnalysisPipeline(Pipeline):
             if total > best:
                 best, best_pos = total, pos
         return best_pos
+
+
+def _outside(words: list[Word], matches: list[tuple[int, int, str | None]]) -> list[Word]:
+    """The pieces of each word outside every match (both in text order, matches disjoint), with
+    the word's POS: one pass over the two lists, not every match per word."""
+    out: list[Word] = []
+    first = 0  # the first match that ends after the current word's start
+    for s, e, p in words:
+        while first < len(matches) and matches[first][1] <= s:
+            first += 1
+        k = first
+        while k < len(matches) and matches[k][0] < e:
+            ms, me, _ = matches[k]
+            if s < ms:
+                out.append((s, ms, p))
+            s = max(s, me)
+            k += 1
+        if s < e:
+            out.append((s, e, p))
+    return out
 
 
 class PosTaggingPipeline(LexicalAnalysisPipeline):
