@@ -47,8 +47,11 @@ def novel_sentences() -> list[str]:
     return out
 
 
+def cut(words: list[dict]) -> str:
+    return " / ".join(w["word"] for w in words)
+
+
 def row(text: str, ours: list[dict], jieba: list[dict]) -> str:
-    cut = lambda words: " / ".join(w["word"] for w in words)  # noqa: E731
     return f"| {text} | {cut(ours)} | {cut(jieba)} |"
 
 

@@ -75,7 +75,7 @@ def test_ragged_rows_equal_the_padded_decoding(name):
 
 
 def test_rows_decoded_in_several_groups_equal_one_group(monkeypatch):
-    import nlp.tasks.ner.heads as heads
+    from nlp.tasks.ner import heads
 
     labels = LABEL_SETS["lexical"]
     rng = np.random.default_rng(4)

@@ -17,7 +17,12 @@ from tasks._task_fixtures import tiny_config, wordpiece_tokenizer
 import nlp
 from nlp.tasks.backend import CRF_KEYS
 from nlp.tasks.base_pipeline import MODEL_INPUTS
-from nlp.tasks.lexical import ErnieForLexicalAnalysis, LexicalAnalysisPipeline, lexical_labels, words_from_tags
+from nlp.tasks.lexical import (
+    ErnieForLexicalAnalysis,
+    LexicalAnalysisPipeline,
+    lexical_labels,
+    words_from_tags,
+)
 from nlp.tasks.lexical.tags import SYMBOL_POS
 from nlp.tasks.ner.crf import viterbi
 from nlp.tasks.ner.heads import _transition_rules
@@ -191,6 +196,7 @@ def test_a_crf_model_decodes_as_before():
 
 
 def test_words_cut_by_matches_in_one_pass_equal_every_match_per_word():
+    import itertools
     import random
 
     from nlp.tasks.lexical.pipeline import _outside
@@ -208,7 +214,7 @@ def test_words_cut_by_matches_in_one_pass_equal_every_match_per_word():
     for _ in range(3000):
         n = rng.randint(0, 30)
         bounds = [0, *sorted(rng.sample(range(1, n), rng.randint(0, n - 1))), n] if n > 1 else [0, n]
-        words = [(a, b, rng.choice("nv")) for a, b in zip(bounds, bounds[1:]) if a < b and rng.random() > 0.1]
+        words = [(a, b, rng.choice("nv")) for a, b in itertools.pairwise(bounds) if a < b and rng.random() > 0.1]
         matches, i = [], 0
         while i < n:
             if rng.random() < 0.2:

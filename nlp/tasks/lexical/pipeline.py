@@ -22,6 +22,7 @@ User dictionaries: nlp/tasks/lexical/userdict.py.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -205,12 +206,19 @@ class LexicalAnalysisPipeline(Pipeline):
             return SYMBOL_POS
         logp = torch.log_softmax(torch.from_numpy(scores[rows]), dim=-1).numpy()  # (n, L)
         want = ["S"] if len(rows) == 1 else ["B", *["I"] * (len(rows) - 2), "E"]
-        best, best_pos = -np.inf, SYMBOL_POS
-        for pos in dict.fromkeys(self._pos_of):
-            total = sum(logp[j, self._label_ids[(prefix, pos)]] for j, prefix in enumerate(want))
-            if total > best:
-                best, best_pos = total, pos
-        return best_pos
+        pos_tags, ids = self._pos_table
+        total = np.zeros(len(pos_tags), dtype=np.float32)
+        for j, prefix in enumerate(want):  # one character at a time: the float32 sums of a loop over POS
+            total += logp[j, ids[prefix]]
+        total[np.isnan(total)] = -np.inf
+        best = int(total.argmax())  # the first POS of the best score
+        return pos_tags[best] if total[best] > -np.inf else SYMBOL_POS
+
+    @functools.cached_property
+    def _pos_table(self) -> tuple[list[str], dict[str, np.ndarray]]:
+        """The model's POS tags in label order, and for each of B/I/E/S their label ids (by POS)."""
+        pos_tags = list(dict.fromkeys(self._pos_of))
+        return pos_tags, {p: np.array([self._label_ids[(p, pos)] for pos in pos_tags]) for p in POSITIONS}
 
 
 def _outside(words: list[Word], matches: list[tuple[int, int, str | None]]) -> list[Word]:

@@ -29,7 +29,7 @@ from nlp.tasks.ner.constrained import SparseRules, structured_viterbi
 from nlp.tasks.ner.crf import LinearChainCRF, compact, viterbi
 from nlp.tasks.ner.tags import allowed_transitions
 
-__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput", "decode_tags", "decode_constrained_rows"]
+__all__ = ["ErnieForTokenClassification", "TokenClassifierOutput", "decode_constrained_rows", "decode_tags"]
 
 
 @dataclass
