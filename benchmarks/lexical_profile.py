@@ -34,8 +34,8 @@ STAGES = [
     ("collation, batch to numpy", ["(nlp/tokenizer/collate.py", "_forward (nlp/tasks/base_pipeline.py"]),
     ("tokenization", ["(nlp/tokenizer/"]),
     ("user dictionary", ["(nlp/tasks/lexical/userdict.py", "_apply_user_dict (", "_best_pos ("]),
-    ("decoding (Viterbi)", ["(nlp/tasks/ner/crf.py", "(nlp/tasks/ner/constrained.py", "(nlp/tasks/ner/heads.py",
-                            "_decode (", "_decode_padded (", "_decode_all ("]),
+    ("decoding (Viterbi)", ["(nlp/tasks/ner/crf.py", "(nlp/tasks/ner/constrained.py", "decode_tags (",
+                            "decode_constrained_rows (", "_decode (", "_decode_padded ("]),
     ("output (dicts, entities)", ["_shape (", "entities_from_words (", "(nlp/tasks/ner/postprocess.py",
                                   "tags_and_scores ("]),
     ("words from tags (offsets)", ["words_from_tags (", "_words_of (", "analyse (nlp/tasks/lexical"]),
@@ -87,12 +87,12 @@ def run(args: argparse.Namespace) -> None:
     import logging
 
     import torch
-
-    import nlp
     from lexical import pd_sentences
 
+    import nlp
+
     logging.disable(logging.WARNING)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.torch_threads or args.threads)
     texts = [s.text for s in pd_sentences("test")[-args.sentences:]]
     spec, _, precision = args.spec.partition("@")
     task, _, model = spec.partition("=")
@@ -104,8 +104,7 @@ def run(args: argparse.Namespace) -> None:
         from nlp.deploy import OnnxBackend, is_export_dir
 
         if is_export_dir(model):
-            options = {} if args.spinning is None else {"spinning": args.spinning == "on"}
-            model, tokenizer = OnnxBackend(model, threads=args.threads, **options), model
+            model, tokenizer = OnnxBackend(model, threads=args.threads), model
     pipe = nlp.pipeline(task, model=model or None, tokenizer=tokenizer, **kwargs)
     cast = contextlib.nullcontext()
     if precision != "fp32" and getattr(pipe, "model", None) is not None:
@@ -113,7 +112,8 @@ def run(args: argparse.Namespace) -> None:
     with cast, torch.inference_mode():
         pipe(texts[:50])
         seconds = timed_pass(pipe, texts)
-    print(f"{args.spec} at {args.threads} thread(s){'' if args.spinning is None else ', spinning ' + args.spinning}"
+    print(f"{args.spec} at {args.threads} thread(s)"
+          f"{'' if args.torch_threads is None else f', torch {args.torch_threads} thread(s)'}"
           f"{f', {args.user_dict} user words' if args.user_dict else ''}: {sum(map(len, texts)) / seconds:,.0f} chars/s",
           file=sys.stderr)
 
@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--sentences", type=int, default=2000)
     r.add_argument("--batch-size", type=int, default=32)
-    r.add_argument("--spinning", choices=["on", "off"], default=None,
-                   help="an export: onnxruntime's intra-op threads spin between runs (default: its own, on)")
+    r.add_argument("--torch-threads", type=int, default=None,
+                   help="torch's intra-op threads (default --threads): an export's pipeline still runs torch ops")
     r.add_argument("--user-dict", type=int, default=0, help="this many words of jieba's dictionary as user words")
     s = sub.add_parser("stages", help="group py-spy raw stacks into the pipeline's stages")
     s.add_argument("files", type=Path, nargs="+")
