@@ -115,7 +115,7 @@ def test_builtin_dataset_has_the_ner_datasets_sentences_and_splits(cache):
     from nlp.tasks.datasets.builtin import load_builtin
 
     lex, stats = load_builtin("peoples-daily-1998-lexical", cache)
-    ner, _ = load_builtin("peoples-daily-1998-ner", cache)
+    ner, ner_stats = load_builtin("peoples-daily-1998-ner", cache)
     ner_names = ner["train"].features["ner_tags"].feature.names
     for split in ("dev", "test"):  # exactly the NER dataset's sentences, entity for entity
         assert lex[split]["id"] == ner[split]["id"]
@@ -125,10 +125,11 @@ def test_builtin_dataset_has_the_ner_datasets_sentences_and_splits(cache):
             assert list(zip(*ents.values())) == spans
     scored = {"".join(w) for split in ("dev", "test") for w in lex[split]["words"]}
     train_texts = ["".join(w) for w in lex["train"]["words"]]
-    assert not scored & set(train_texts)  # no dev/test text is trained on...
-    dropped = [t for t in ner["train"]["tokens"] if "".join(t) in scored]
-    assert len(train_texts) == len(ner["train"]) - len(dropped) > 35_000  # ...and nothing else is dropped
-    assert stats["skipped"] == {"train sentences whose text is a dev/test sentence (dropped)": len(dropped)}
+    assert not scored & set(train_texts)  # no dev/test text is trained on, in either dataset...
+    assert lex["train"]["id"] == ner["train"]["id"] and len(train_texts) > 35_000  # ...the same sentences
+    assert train_texts == ["".join(t) for t in ner["train"]["tokens"]]
+    reason = "train sentences whose text is a dev/test sentence (dropped)"
+    assert stats["skipped"] == {reason: 407} and ner_stats["skipped"][reason] == 407  # and nothing else
     # the gold entities are the words' (nr/ns/nt, surname + given name) in every sentence
     names = lex["test"].features["pos"].feature.names
     for ws, ps, ents in zip(lex["test"]["words"], lex["test"]["pos"], lex["test"]["entities"]):
@@ -146,9 +147,11 @@ def test_dev_and_test_stay_out_of_pretraining_and_of_every_training_set(cache, m
 
     lex, _ = load_builtin("peoples-daily-1998-lexical", cache)
     scored = {"".join(w) for split in ("dev", "test") for w in lex[split]["words"]}
-    # every training set built from the same file: the shipped NER model's zh-ner drops them too
-    zh_ner, _ = load_builtin("zh-ner", cache)
-    assert not scored & {"".join(t) for t in zh_ner["train"]["tokens"]}
+    # every training set built from the same file: the NER dataset and the shipped NER model's
+    # zh-ner drop them too
+    for name in ("peoples-daily-1998-ner", "zh-ner"):
+        train, _ = load_builtin(name, cache)
+        assert not scored & {"".join(t) for t in train["train"]["tokens"]}, name
     # pretraining: the dataset is registered by its task package, so its dev/test texts are held out
     assert nds.BUILTIN["peoples-daily-1998-lexical"].task == "lexical-analysis"
     monkeypatch.setattr(nds.builtin, "BUILTIN", {"peoples-daily-1998-lexical": nds.BUILTIN["peoples-daily-1998-lexical"]})
