@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -114,3 +115,18 @@ def wait_for(paths: list[Path], proc: subprocess.Popen, what: str) -> None:
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
     time.sleep(0.2)
+
+
+def kill_during_save(probes: Path, overrides: list[str], step: int) -> None:
+    """Run 2 processes until both are writing the checkpoint of `step` (the probe's hang), then
+    kill -9 them: the checkpoint is left half-written in its temporary directory."""
+    saving = [probes / "saving-rank0", probes / "saving-rank1"]
+    proc = subprocess.Popen(command(probes, 2, overrides, "--hang-at-save", str(step)), cwd=REPO, env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(saving, proc, f"the save of step {step}")
+        for p in saving:
+            os.kill(json.loads(p.read_text())["pid"], signal.SIGKILL)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)

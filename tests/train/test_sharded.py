@@ -38,6 +38,7 @@ from _sharded_launch import (  # noqa: E402  (shared with tests/train/test_zero.
     env as _env,
     free_port as _free_port,
     grad_norms as _grad_norms,
+    kill_during_save as _kill_during_save,
     losses as _losses,
     overrides as _overrides,
     run as _run,
@@ -169,16 +170,7 @@ def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_pr
     shutil.copytree(out, on_one)
 
     # 2. Resumed on 2 processes; killed (-9) while writing the checkpoint of step 2.
-    saving = [probes / "saving-rank0", probes / "saving-rank1"]
-    proc = subprocess.Popen(_command(probes, 2, overrides, "--hang-at-save", "2"), cwd=REPO, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _wait_for(saving, proc, "the save of step 2")
-        for p in saving:
-            os.kill(json.loads(p.read_text())["pid"], signal.SIGKILL)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)
+    _kill_during_save(probes, overrides, 2)
     assert (out / "checkpoints" / ".tmp-step-00000002" / "sharded").is_dir()  # half-written
     assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-00000001"]
 

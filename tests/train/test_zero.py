@@ -43,6 +43,7 @@ from _sharded_launch import (  # noqa: E402
     command,
     env,
     grad_norms,
+    kill_during_save,
     losses,
     overrides,
     run,
@@ -215,16 +216,7 @@ def test_zero3_resumes_exactly_after_sigterm_and_kill_9_mid_save(tmp_path, refer
     shutil.copytree(out, on_one)
 
     # 2. Resumed on 2 processes; killed (-9) while writing the checkpoint of step 2.
-    saving = [probes / "saving-rank0", probes / "saving-rank1"]
-    proc = subprocess.Popen(command(probes, 2, overrides_, "--hang-at-save", "2"), cwd=REPO, env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        wait_for(saving, proc, "the save of step 2")
-        for p in saving:
-            os.kill(json.loads(p.read_text())["pid"], signal.SIGKILL)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)
+    kill_during_save(probes, overrides_, 2)
     assert (out / "checkpoints" / ".tmp-step-00000002" / "deepspeed").is_dir()  # half-written
     assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-00000001"]
 
