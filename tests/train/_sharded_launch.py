@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import load_file
@@ -130,3 +131,17 @@ def kill_during_save(probes: Path, overrides: list[str], step: int) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=60)
+
+
+_REFERENCES: dict[tuple[str, ...], Path] = {}
+
+
+def reference_run(tmp_path_factory: Any, batching: str, *extra: str) -> Path:
+    """One plain process's run (nothing to shard) per batching and settings: run once per test
+    session and shared by every module that compares a sharded run with it."""
+    key = (batching, *extra)
+    if key not in _REFERENCES:
+        out = tmp_path_factory.mktemp(f"one-{batching}") / "run"
+        run(out.parent / "probes", 1, overrides(out, batching, *extra))
+        _REFERENCES[key] = out
+    return _REFERENCES[key]

@@ -11,6 +11,7 @@ must exit 0 (or 128+15 after SIGTERM): an abort at exit fails the test.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -41,6 +42,7 @@ from _sharded_launch import (  # noqa: E402  (shared with tests/train/test_zero.
     kill_during_save as _kill_during_save,
     losses as _losses,
     overrides as _overrides,
+    reference_run,
     run as _run,
     wait_for as _wait_for,
     weights as _weights,
@@ -78,20 +80,11 @@ def test_one_process_fsdp_writes_sharded_checkpoints_and_resumes_exactly(tmp_pat
         _toy.make_trainer(tmp_path / "ref", distributed__strategy="fsdp", max_steps=20).train()
 
 
-_REFERENCE: dict[tuple[str, ...], Path] = {}
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """One process's run (plain: nothing to shard) per batching and settings, run once per module."""
-    def get(batching: str, *extra: str) -> Path:
-        key = (batching, *extra)
-        if key not in _REFERENCE:
-            out = tmp_path_factory.mktemp(f"one-{batching}") / "run"
-            _run(out.parent / "probes", 1, _overrides(out, batching, *extra))
-            _REFERENCE[key] = out
-        return _REFERENCE[key]
-    return get
+    """One plain process's run per batching and settings (_sharded_launch.reference_run: run once
+    per session, shared with the other sharded strategy's tests)."""
+    return functools.partial(reference_run, tmp_path_factory)
 
 
 @pytest.mark.parametrize("batching, same, extra", [

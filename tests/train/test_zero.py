@@ -13,6 +13,7 @@ with gloo's abort at exit.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -46,6 +47,7 @@ from _sharded_launch import (  # noqa: E402
     kill_during_save,
     losses,
     overrides,
+    reference_run,
     run,
     wait_for,
     weights,
@@ -128,20 +130,11 @@ def test_bf16_follows_fp32_and_exports_fp32(tmp_path):
     assert all(v.dtype == torch.float32 for v in load_file(str(bf16.model_dir / "model.safetensors")).values())
 
 
-_REFERENCE: dict[tuple[str, ...], Path] = {}
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """One plain process's run per batching and settings, run once per module."""
-    def get(batching: str, *extra: str) -> Path:
-        key = (batching, *extra)
-        if key not in _REFERENCE:
-            out = tmp_path_factory.mktemp(f"one-{batching}") / "run"
-            run(out.parent / "probes", 1, overrides(out, batching, *extra))
-            _REFERENCE[key] = out
-        return _REFERENCE[key]
-    return get
+    """One plain process's run per batching and settings (_sharded_launch.reference_run: run once
+    per session, shared with the other sharded strategy's tests)."""
+    return functools.partial(reference_run, tmp_path_factory)
 
 
 @pytest.mark.parametrize("stage, batching, same, extra", [
