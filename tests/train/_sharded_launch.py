@@ -145,3 +145,21 @@ def reference_run(tmp_path_factory: Any, batching: str, *extra: str) -> Path:
         run(out.parent / "probes", 1, overrides(out, batching, *extra))
         _REFERENCES[key] = out
     return _REFERENCES[key]
+
+
+def stop_after(probes: Path, overrides: list[str], step: int, processes: int) -> tuple[int, str]:
+    """Launch `processes`, send SIGTERM to every one once it has done `step`; (exit code, stderr).
+    An abort at exit fails the calling test."""
+    stops = [probes / f"stop-rank{r}.json" for r in range(processes)]
+    proc = subprocess.Popen(command(probes, processes, overrides, "--stop-step", str(step)), cwd=REPO, env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(stops, proc, f"step {step}")
+        for p in stops:
+            os.kill(json.loads(p.read_text())["pid"], signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "terminate called" not in err, err[-4000:]
+    return proc.returncode, err

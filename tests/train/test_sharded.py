@@ -35,7 +35,6 @@ from _sharded_launch import (  # noqa: E402  (shared with tests/train/test_zero.
     REPO,
     TIMEOUT,
     assert_same_weights as _assert_same_weights,
-    command as _command,
     env as _env,
     free_port as _free_port,
     grad_norms as _grad_norms,
@@ -44,7 +43,7 @@ from _sharded_launch import (  # noqa: E402  (shared with tests/train/test_zero.
     overrides as _overrides,
     reference_run,
     run as _run,
-    wait_for as _wait_for,
+    stop_after as _stop_after,
     weights as _weights,
 )
 
@@ -143,21 +142,10 @@ def test_fsdp_bf16_follows_fp32(tmp_path, reference):
 def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_process(tmp_path, reference):
     out, probes = tmp_path / "run", tmp_path / "probes"
     overrides = _overrides(out, "dynamic", "train.distributed.strategy=fsdp", "train.checkpoint.every_steps=2")
-    ranks = [probes / "stop-rank0.json", probes / "stop-rank1.json"]
 
     # 1. SIGTERM to both processes after step 1: each finishes the step, a checkpoint, stops.
-    proc = subprocess.Popen(_command(probes, 2, overrides, "--stop-step", "1"), cwd=REPO, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _wait_for(ranks, proc, "step 1")
-        for p in ranks:
-            os.kill(json.loads(p.read_text())["pid"], signal.SIGTERM)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    _, err = _stop_after(probes, overrides, 1, 2)
     assert "stopped by signal 15 at step 1/4" in err, err[-4000:]
-    assert "terminate called" not in err, err[-4000:]
     assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-00000001"]
     on_one = tmp_path / "on-one"
     shutil.copytree(out, on_one)
@@ -176,16 +164,8 @@ def test_fsdp_resumes_exactly_after_sigterm_and_kill_9_mid_save_on_2_and_on_1_pr
     # 4. The 2-process checkpoint of step 1 resumed on one process (2 -> 1), which stops after
     # step 2 (SIGTERM), leaving a checkpoint written by one process; resumed on 2 (1 -> 2).
     overrides = _overrides(on_one, "dynamic", "train.distributed.strategy=fsdp", "train.checkpoint.every_steps=2")
-    proc = subprocess.Popen(_command(probes / "one", 1, overrides, "--stop-step", "2"), cwd=REPO, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _wait_for([probes / "one" / "stop-rank0.json"], proc, "step 2 on one process")
-        os.kill(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 128 + signal.SIGTERM and "stopped by signal 15 at step 2/4" in err, err[-4000:]
+    rc, err = _stop_after(probes / "one", overrides, 2, 1)
+    assert rc == 128 + signal.SIGTERM and "stopped by signal 15 at step 2/4" in err, err[-4000:]
     assert "saved with 2 processes on 1" in err
     _run(probes / "two", 2, overrides)
     assert _losses(on_one) == pytest.approx(want, rel=1e-6, abs=0)

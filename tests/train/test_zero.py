@@ -19,7 +19,6 @@ import logging
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +47,8 @@ from _sharded_launch import (  # noqa: E402
     losses,
     overrides,
     reference_run,
+    stop_after,
     run,
-    wait_for,
     weights,
 )
 
@@ -179,30 +178,13 @@ def test_zero_on_two_processes_trains_like_one(tmp_path, reference, stage, batch
     assert not (final / "model.safetensors").exists()
 
 
-def _stop_after(probes: Path, overrides_: list[str], step: int, processes: int) -> str:
-    """Launch, send SIGTERM to every process once it has done `step`; return stderr."""
-    stops = [probes / f"stop-rank{r}.json" for r in range(processes)]
-    proc = subprocess.Popen(command(probes, processes, overrides_, "--stop-step", str(step)), cwd=REPO, env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        wait_for(stops, proc, f"step {step}")
-        for p in stops:
-            os.kill(json.loads(p.read_text())["pid"], signal.SIGTERM)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert "terminate called" not in err, err[-4000:]
-    return err
-
-
 def test_zero3_resumes_exactly_after_sigterm_and_kill_9_mid_save(tmp_path, reference):
     out, probes = tmp_path / "run", tmp_path / "probes"
     ds = ["train.distributed.strategy=deepspeed", "train.distributed.zero_stage=3"]
     overrides_ = overrides(out, "dynamic", *ds, "train.checkpoint.every_steps=2")
 
     # 1. SIGTERM to both processes after step 1: each finishes the step, a checkpoint, stops.
-    err = _stop_after(probes, overrides_, 1, 2)
+    _, err = stop_after(probes, overrides_, 1, 2)
     assert "stopped by signal 15 at step 1/4" in err, err[-4000:]
     assert [p.name for p in sorted((out / "checkpoints").glob("step-*"))] == ["step-00000001"]
     on_one = tmp_path / "on-one"
