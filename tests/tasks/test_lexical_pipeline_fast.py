@@ -101,17 +101,23 @@ def reference_best_pos(pipe, start, end, index, emissions):
     return best_pos
 
 
-def reference_user_words(pipe, text, words, positions, emissions):
-    matches = pipe.user_dict.find(text)
-    if not matches:
-        return words
-    index = {c: j for j, c in enumerate(positions)}
+def reference_outside(words, matches):
+    """The model's words cut by the user words, every match tried against every word."""
     out = []
     for s, e, p in words:
         pieces = [(s, e)]
         for ms, me, _ in matches:
             pieces = [q for a, b in pieces for q in ((a, min(b, ms)), (max(a, me), b)) if q[0] < q[1]]
         out += [(a, b, p) for a, b in pieces]
+    return out
+
+
+def reference_user_words(pipe, text, words, positions, emissions):
+    matches = pipe.user_dict.find(text)
+    if not matches:
+        return words
+    index = {c: j for j, c in enumerate(positions)}
+    out = reference_outside(words, matches)
     for ms, me, pos in matches:
         out.append((ms, me, pos if pos is not None else reference_best_pos(pipe, ms, me, index, emissions)))
     return sorted(out)
@@ -201,15 +207,6 @@ def test_words_cut_by_matches_in_one_pass_equal_every_match_per_word():
 
     from nlp.tasks.lexical.pipeline import _outside
 
-    def reference(words, matches):
-        out = []
-        for s, e, p in words:
-            pieces = [(s, e)]
-            for ms, me, _ in matches:
-                pieces = [q for a, b in pieces for q in ((a, min(b, ms)), (max(a, me), b)) if q[0] < q[1]]
-            out += [(a, b, p) for a, b in pieces]
-        return out
-
     rng = random.Random(0)
     for _ in range(3000):
         n = rng.randint(0, 30)
@@ -223,4 +220,4 @@ def test_words_cut_by_matches_in_one_pass_equal_every_match_per_word():
                 i += size + rng.randint(0, 3)
             else:
                 i += 1
-        assert _outside(words, matches) == reference(words, matches), (words, matches)
+        assert _outside(words, matches) == reference_outside(words, matches), (words, matches)
