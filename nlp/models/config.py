@@ -45,6 +45,11 @@ class ErnieConfig:
     num_hidden_layers: int = 12
     num_attention_heads: int = 12
     intermediate_size: int = 3072
+    # None: hidden_size / num_attention_heads, as in every published checkpoint. Set by width
+    # pruning (nlp.train.width_pruning), which keeps fewer heads of the same size, so that the
+    # attention width num_attention_heads * attention_head_size is below hidden_size. Written to
+    # config.json only when set; transformers' BERT / ERNIE cannot express it (docs/compress.md).
+    attention_head_size: int | None = None
     hidden_act: str = "gelu"  # ERNIE 1.0 / 2.0 zh checkpoints were trained with "relu"
     hidden_dropout_prob: float = 0.1
     # Any value > 0 makes SDPA fall back from its fused CPU flash kernel to the unfused math
@@ -110,10 +115,15 @@ class ErnieConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive int, got {value!r}")
-        if self.hidden_size % self.num_attention_heads:
+        if self.attention_head_size is not None:
+            value = self.attention_head_size
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"attention_head_size must be a positive int or null, got {value!r}")
+        elif self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size={self.hidden_size} is not divisible by "
-                f"num_attention_heads={self.num_attention_heads}; pick a head count that divides it"
+                f"num_attention_heads={self.num_attention_heads}; pick a head count that divides it "
+                "(or give attention_head_size)"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
             value = getattr(self, name)
@@ -168,19 +178,27 @@ class ErnieConfig:
     def num_parameters(self) -> int:
         """The parameters of the encoder this config describes (embeddings, layers, pooler; a
         task head adds at most a vocabulary-sized bias and one hidden x hidden matrix)."""
-        h, i = self.hidden_size, self.intermediate_size
+        h, i, a = self.hidden_size, self.intermediate_size, self.attention_size
         rows = self.vocab_size + self.max_position_embeddings + self.type_vocab_size
         if self.use_task_id:
             rows += self.task_type_vocab_size
         embeddings = rows * h + 2 * h  # tables + LayerNorm
-        layer = 4 * (h * h + h) + 2 * h + 2 * h * i + i + h + 2 * h  # QKV + output, norm, FFN, norm
+        layer = 3 * (h * a + a) + a * h + h + 2 * h + 2 * h * i + i + h + 2 * h  # QKV + output, norm, FFN, norm
         pooler = h * h + h
         return embeddings + self.num_hidden_layers * layer + pooler
 
     # ------------------------------------------------------------------ dict / JSON
     @property
     def head_dim(self) -> int:
+        if self.attention_head_size is not None:
+            return self.attention_head_size
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def attention_size(self) -> int:
+        """The width of the heads together (the rows of each of q, k, v): hidden_size, unless
+        width pruning kept fewer heads."""
+        return self.num_attention_heads * self.head_dim
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "ErnieConfig":
@@ -211,6 +229,8 @@ class ErnieConfig:
                 continue
             if f.name in _ERNIE_ONLY and self.model_type != "ernie":
                 continue
+            if f.name == "attention_head_size" and self.attention_head_size is None:
+                continue  # configs of unpruned models stay transformers' exactly
             out[f.name] = getattr(self, f.name)
         out["id2label"] = {str(k): v for k, v in self.id2label.items()}
         return dict(sorted(out.items()))

@@ -141,11 +141,11 @@ class ErnieLayer(nn.Module):
 
     def __init__(self, config: ErnieConfig, ops: TorchOps) -> None:
         super().__init__()
-        h = config.hidden_size
+        h, a = config.hidden_size, config.attention_size  # a < h after width pruning
         self.num_heads = config.num_attention_heads
         self.head_dim = config.head_dim
-        self.qkv = nn.Linear(h, 3 * h)  # one matmul for q, k, v (rows: q; k; v)
-        self.attn_out = nn.Linear(h, h)
+        self.qkv = nn.Linear(h, 3 * a)  # one matmul for q, k, v (rows: q; k; v)
+        self.attn_out = nn.Linear(a, h)
         self.attn_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
         self.ffn_in = nn.Linear(h, config.intermediate_size)
         self.ffn_out = nn.Linear(config.intermediate_size, h)
@@ -168,8 +168,10 @@ class ErnieLayer(nn.Module):
         return self.ffn_norm(self.ops.residual_linear(h, self.ffn_out, x, p))  # x + Drop(W_2 h)
 
     def attend(self, x: torch.Tensor, attn: _Attention) -> torch.Tensor:
-        """Multi-head self-attention before the output projection, (B, T, H)."""
-        B, T, H = x.shape
+        """Multi-head self-attention before the output projection, (B, T, A): A = heads x head
+        size, the hidden size H unless the heads were pruned."""
+        B, T = x.shape[:2]
+        A = self.num_heads * self.head_dim
         p = self.attn_dropout if self.training else 0.0
         if attn.key_padding is not None:  # exporting: one onnxruntime Attention node
             return torch.ops.nlp.self_attention(x, self.qkv.weight, self.qkv.bias, attn.key_padding, self.num_heads)
@@ -179,13 +181,13 @@ class ErnieLayer(nn.Module):
             q, k, v = qkv.unbind(1)
             ctx = _flash_varlen(q, k, v, attn.cu_seqlens, attn.cu_seqlens, attn.max_seqlen,
                                 attn.max_seqlen, dropout_p=p, causal=False)  # (N, nh, hd)
-            out = ctx.new_zeros(B * T, H)
-            out[attn.indices] = ctx.reshape(-1, H)
-            return out.view(B, T, H)
+            out = ctx.new_zeros(B * T, A)
+            out[attn.indices] = ctx.reshape(-1, A)
+            return out.view(B, T, A)
         q, k, v = qkv.view(B, T, 3, self.num_heads, self.head_dim).unbind(2)  # (B, T, nh, hd)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, nh, T, hd)
         ctx = self.ops.attention(q, k, v, attn.mask, p)  # (B, nh, T, hd)
-        return ctx.transpose(1, 2).reshape(B, T, H)
+        return ctx.transpose(1, 2).reshape(B, T, A)
 
 
 # ---------------------------------------------------------------------------------- models

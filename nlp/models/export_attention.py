@@ -48,18 +48,20 @@ def fused_attention_enabled() -> bool:
 @torch.library.custom_op("nlp::self_attention", mutates_args=())
 def self_attention(x: torch.Tensor, qkv_weight: torch.Tensor, qkv_bias: torch.Tensor, key_padding: torch.Tensor,
                    num_heads: int) -> torch.Tensor:
-    """softmax(q k^T / sqrt(d) over the unpadded keys) v, heads merged: (B, T, H).
+    """softmax(q k^T / sqrt(d) over the unpadded keys) v, heads merged: (B, T, A).
 
-    x (B, T, H); qkv_weight (3H, H) with rows q; k; v (an nn.Linear's weight); qkv_bias (3H,);
-    key_padding (B, T), nonzero = a real token (the tokenizer's attention_mask)."""
-    B, T, H = x.shape
-    qkv = F.linear(x, qkv_weight, qkv_bias).view(B, T, 3, num_heads, H // num_heads)
+    x (B, T, H); qkv_weight (3A, H) with rows q; k; v (an nn.Linear's weight); qkv_bias (3A,);
+    key_padding (B, T), nonzero = a real token (the tokenizer's attention_mask). A, the heads'
+    width, is H unless width pruning kept fewer heads."""
+    B, T = x.shape[:2]
+    A = qkv_weight.shape[0] // 3
+    qkv = F.linear(x, qkv_weight, qkv_bias).view(B, T, 3, num_heads, A // num_heads)
     q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # (B, nh, T, hd)
     ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=key_padding[:, None, None, :].bool())
-    return ctx.transpose(1, 2).reshape(B, T, H)
+    return ctx.transpose(1, 2).reshape(B, T, A)
 
 
 @self_attention.register_fake
 def _(x: torch.Tensor, qkv_weight: torch.Tensor, qkv_bias: torch.Tensor, key_padding: torch.Tensor,
       num_heads: int) -> torch.Tensor:
-    return torch.empty_like(x)
+    return x.new_empty(x.shape[0], x.shape[1], qkv_weight.shape[0] // 3)

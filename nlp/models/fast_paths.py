@@ -210,16 +210,17 @@ class FastOps(TorchOps):
 
     def _attend_rows(self, layer: nn.Module, x: torch.Tensor, picked: torch.Tensor, mask: torch.Tensor | None,
                      rows: Rows) -> torch.Tensor:
-        B, T, H = x.shape
+        B, T = x.shape[:2]
         N, nh, hd = picked.shape[0], layer.num_heads, layer.head_dim
+        A = nh * hd  # the attention width: the hidden size unless heads were pruned
         w, b = layer.qkv.weight, layer.qkv.bias  # rows: q; k; v
-        q = self.linear(picked, w[:H], b[:H]).view(N, 1, nh, hd).transpose(1, 2)  # (N, nh, 1, hd)
-        k, v = self.linear(x, w[H:], b[H:]).view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)  # (B, nh, T, hd)
+        q = self.linear(picked, w[:A], b[:A]).view(N, 1, nh, hd).transpose(1, 2)  # (N, nh, 1, hd)
+        k, v = self.linear(x, w[A:], b[A:]).view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)  # (B, nh, T, hd)
         if not rows.one_per_row:  # queries of packed sequences: each sees its own row's keys
             k, v = k[rows.batch], v[rows.batch]  # (N, nh, T, hd)
             mask = None if mask is None else mask[rows.batch, :, rows.position].unsqueeze(2)  # (N, 1, 1, T)
         ctx = _sdpa(q, k, v, mask, layer.attn_dropout if layer.training else 0.0)  # (N, nh, 1, hd)
-        return ctx.reshape(N, H)
+        return ctx.reshape(N, A)
 
 
 def gemm_row_bucket(rows: int) -> int:

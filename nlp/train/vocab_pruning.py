@@ -34,7 +34,7 @@ from nlp.tasks.model_dirs import locate_model
 from nlp.tokenizer import Tokenizer, load_tokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
 
-__all__ = ["VocabPruneResult", "prune_vocabulary", "prune_model_vocab", "token_counts"]
+__all__ = ["VocabPruneResult", "prune_vocabulary", "prune_model_vocab", "token_counts", "stored_dtype"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _check_same_tokens(old: Tokenizer, new: Tokenizer, keep: Sequence[int], text
                                    "nothing was written (please report this)")
 
 
-def _stored_dtype(path: Path) -> torch.dtype:
+def stored_dtype(path: Path) -> torch.dtype:
     """The dtype the source's weights are stored in (the shipped models keep fp16), so that the
     pruned file is compared like with like; fp32 when unknown."""
     if not path.is_file():
@@ -142,7 +142,7 @@ def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str |
     keep = sorted(i for i in range(model.config.vocab_size) if i in special or counts.get(i, 0) >= min_count)
     new_tok = _pruned_tokenizer(tokenizer, keep)
     _check_same_tokens(tokenizer, new_tok, keep, texts)
-    pruned = prune_model_vocab(model, keep).to(_stored_dtype(where.model_dir / "model.safetensors"))
+    pruned = prune_model_vocab(model, keep).to(stored_dtype(where.model_dir / "model.safetensors"))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
