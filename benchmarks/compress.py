@@ -15,6 +15,9 @@ docs/compress.md for the commands):
     student-distilled   the student distilled from the teacher, PyTorch fp32
     distilled-int8-static        that student, static int8
     distilled-pruned-int8-static that student, vocabulary pruned to reviews-zh's train+dev tokens, static int8
+    width-pruned        the teacher with half its heads and feed-forward neurons (`nlp prune-width`),
+                        re-trained one epoch distilled from the teacher (--width-run), PyTorch fp32
+    width-pruned-int8-dyn        that model, dynamic int8
 Columns: test accuracy on reviews-zh's test split, the model file on disk (safetensors as
 saved: the shipped teacher in fp16, the students in fp32; model.onnx for the exports),
 throughput in texts/s (batches of 32 consecutive shuffled test reviews, padded to their longest,
@@ -36,7 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 ROWS = ("teacher-fp32", "teacher-bf16", "teacher-int8-dyn", "teacher-int8-static", "student-plain",
-        "student-distilled", "distilled-int8-static", "distilled-pruned-int8-static")
+        "student-distilled", "distilled-int8-static", "distilled-pruned-int8-static", "width-pruned",
+        "width-pruned-int8-dyn")
 
 
 def _teacher() -> Path:
@@ -45,7 +49,7 @@ def _teacher() -> Path:
     return Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh-sentiment"
 
 
-def prepare(work: Path, plain: Path, distilled: Path) -> dict[str, Path]:
+def prepare(work: Path, plain: Path, distilled: Path, width: Path) -> dict[str, Path]:
     """Each row's model: a model directory (PyTorch rows) or an export directory."""
     from nlp.deploy import export_model
     from nlp.tasks.model_dirs import find_model_dir
@@ -75,6 +79,8 @@ def prepare(work: Path, plain: Path, distilled: Path) -> dict[str, Path]:
         ds, _ = load_builtin("reviews-zh")
         prune_vocabulary(distilled_dir, list(ds["train"]["text"]) + list(ds["dev"]["text"]), pruned)
     out["distilled-pruned-int8-static"] = export("distilled-pruned-int8-static", pruned, quantize="int8-static")
+    out["width-pruned"] = find_model_dir(width)
+    out["width-pruned-int8-dyn"] = export("width-pruned-int8-dyn", out["width-pruned"], quantize="int8")
     return out
 
 
@@ -198,6 +204,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--plain-run", default="runs/student-plain")
     p.add_argument("--distilled-run", default="runs/student-distilled")
+    p.add_argument("--width-run", default="runs/sentiment-narrow-ft",
+                   help="the width-pruned teacher, re-trained (docs/compress.md, width pruning)")
     p.add_argument("--work-dir", default="runs/compress-bench", help="exports are kept here")
     p.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
     p.add_argument("--rounds", type=int, default=2)
@@ -222,7 +230,7 @@ def main() -> None:
         args.rounds, args.texts, args.latency_texts = 1, 64, 10
     if args.accuracy_only:
         args.rounds = 1
-    paths = prepare(Path(args.work_dir), Path(args.plain_run), Path(args.distilled_run))
+    paths = prepare(Path(args.work_dir), Path(args.plain_run), Path(args.distilled_run), Path(args.width_run))
     if args.prepare_only:
         for row, path in paths.items():
             print(f"{row}: {path}")
@@ -264,6 +272,10 @@ def report(best: dict[str, dict], args: argparse.Namespace) -> None:
         print(f"  static / dynamic int8 throughput    {s['texts_per_s'] / d['texts_per_s']:.2f}x (target >= 1.3x)")
         print(f"  static int8 / bf16 PyTorch          {s['texts_per_s'] / b16['texts_per_s']:.2f}x (target >= 1.0x)")
         print(f"  static int8 - fp32 accuracy         {100 * (s['accuracy'] - t['accuracy']):+.2f} points (target >= -0.5)")
+    w = best.get("width-pruned")
+    if w and t:
+        print(f"  width-pruned - teacher accuracy     {100 * (w['accuracy'] - t['accuracy']):+.2f} points, "
+              f"{w['texts_per_s'] / t['texts_per_s']:.2f}x the fp32 teacher's throughput")
     small = [best[k] for k in ("distilled-int8-static", "distilled-pruned-int8-static") if k in best]
     if small and t:
         m = min(small, key=lambda r: r["bytes"])

@@ -199,17 +199,20 @@ def test_prune_width_cli_writes_a_model_that_evaluates_and_exports(tiny_run, tmp
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["num_attention_heads"], cfg["attention_head_size"], cfg["intermediate_size"]) == (2, 8, 32)
     assert (out / "vocab.txt").is_file() and not list(tmp_path.glob(".narrow.tmp-*"))
-    # the pruned model scores, and exports (onnxruntime's fused attention with heads narrower than the model)
+    # the pruned model scores, and exports: fp32, dynamic and static int8
     dev = yaml.safe_load((tiny_run / "recipe.yaml").read_text())["data"]["files"]["dev"]
     assert main(["evaluate", str(out), "--data", dev, "--split", "dev", "--task", "text-classification"]) == 0
     assert '"accuracy"' in capsys.readouterr().out
-    for quantize in ([], ["--quantize", "int8"]):
-        exported = tmp_path / f"export-{len(quantize)}"
+    static = ["--quantize", "int8-static", "--calibration", dev, "--calibration-split", "dev",
+              "--calibration-size", "20"]
+    for i, quantize in enumerate(([], ["--quantize", "int8"], static)):
+        exported = tmp_path / f"export-{i}"
         assert main(["export", str(out), "--out", str(exported), *quantize]) == 0
         m = read_manifest(exported)
         assert m["check"]["fp32"]["max_abs_diff"] <= 1e-4  # the graph against PyTorch, before quantizing
-        if quantize:
-            assert m["attention"] == "fused" and m["check"]["int8"]["label_agreement"] >= 0.9
+        if quantize:  # dynamic: onnxruntime's fused attention with heads narrower than the model
+            assert m["attention"] == ("fused" if i == 1 else "standard")
+            assert m["check"]["int8"]["label_agreement"] >= 0.9
     assert main(["prune-width", str(tiny_run), "--out", str(out), "--heads", "0.5"]) != 0  # exists: refused
     assert "exists" in capsys.readouterr().err
 
