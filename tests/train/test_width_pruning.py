@@ -63,7 +63,6 @@ def test_an_encoder_with_fewer_heads_than_its_width_runs_saves_and_loads(tmp_pat
         backbone = model._encoder_backbone()
         full = backbone(**batch).pooler_output
         torch.testing.assert_close(backbone.pooled_output(**batch), full, atol=1e-5, rtol=1e-5)
-    # the same numbers as plain PyTorch attention, computed here from the weights
     model.save_pretrained(tmp_path / "m")
     saved = json.loads((tmp_path / "m" / "config.json").read_text())
     assert saved["attention_head_size"] == 8 and saved["num_attention_heads"] == 3
