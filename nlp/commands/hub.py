@@ -175,10 +175,19 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _ship(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nlp._common import ConfigError
     from nlp.ship import ship
 
+    how_made = ""
+    if args.how_made:
+        try:
+            how_made = Path(args.how_made).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ConfigError(f"--how-made {args.how_made!r}: cannot read it as UTF-8 text ({err})") from None
     r = ship(args.run, args.name, license=args.license, assets_dir=args.assets_dir,
-             cards_file=args.cards_file, package=args.package, weights=args.weights)
+             cards_file=args.cards_file, package=args.package, weights=args.weights, how_made=how_made)
     for name, f in r.files.items():
         print(f"  {name:<26} {_human(f['size']):>9}  sha256 {f['sha256']}")
     print(f"shipped {r.name}: {r.folder} ({_human(r.total_bytes)}), card in {r.cards_file} "
@@ -247,4 +256,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", choices=("fp16", "int8"), default="fp16",
                    help="fp16 (default; transformers reads it) or int8 rows with a scale each (half the size; "
                         "read by this toolkit only), where the package's 50 MB would not hold another fp16 model")
+    p.add_argument("--how-made", default=None, metavar="FILE",
+                   help="a Markdown file for the model card's 'How it was made': the steps that made the run's "
+                        "base model (pruning, distillation), put before the fine-tuning and ship commands")
     p.set_defaults(func=_ship)

@@ -87,7 +87,8 @@ def read_finetuned_run(path: str | Path) -> FinetunedRun:
 
 
 def write_release(run: FinetunedRun, dst: str | Path, *, name: str, license: str,
-                  base_description: str = "", data_source: str = "", weights: str = "fp16") -> None:
+                  base_description: str = "", data_source: str = "", weights: str = "fp16",
+                  how_made: str = "") -> None:
     """Write the release folder: fp16 (or int8-row, `weights="int8"`) weights, config.json (label
     names included), the tokenizer files and README.md (`model_card_markdown`)."""
     spec = get_task(run.task)
@@ -95,7 +96,8 @@ def write_release(run: FinetunedRun, dst: str | Path, *, name: str, license: str
     write_release_copy(model, run.model_dir, dst, weights=weights)
     params = sum(p.numel() for p in model.parameters())
     text = model_card_markdown(run, name=name, license=license, parameters=params,
-                               base_description=base_description, data_source=data_source, weights=weights)
+                               base_description=base_description, data_source=data_source, weights=weights,
+                               how_made=how_made)
     (Path(dst) / "README.md").write_text(text, encoding="utf-8")
 
 
@@ -122,15 +124,21 @@ _WEIGHTS_TEXT = {
 
 
 def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameters: int,
-                        base_description: str = "", data_source: str = "", weights: str = "fp16") -> str:
+                        base_description: str = "", data_source: str = "", weights: str = "fp16",
+                        how_made: str = "") -> str:
     """The README.md of a shipped task model: what it is, its base model, data, recipe, dev/test
-    figures (read from the run's results.json), use, licence, and how it was made."""
+    figures (read from the run's results.json), use, licence, and how it was made (`how_made`,
+    Markdown: the steps before the run, such as the pruning that made its base model, are put
+    before the two commands every shipped model shares)."""
     spec = get_task(run.task)
     summary = run.results.get("summary") or {}
     base = run.base_model or "a model trained from scratch (no model.name in the recipe)"
     data = run.recipe.get("data") or {}
     dataset = run.dataset or ", ".join(f"{k}: {v}" for k, v in (data.get("files") or {}).items()) or "see the recipe"
     alias = next((a for a in spec.aliases if a in ("ner", "sentiment-analysis")), spec.name)
+    use_default = ([f'pipe = nlp.pipeline("{alias}")          # no model: this is the default of the task']
+                   if spec.default_model == name else [])
+    teacher = (run.recipe.get("distill") or {}).get("teacher")
     lines = [
         f"# {name}",
         "",
@@ -143,6 +151,8 @@ def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameter
         f"| base model | `{base}`{(': ' + base_description) if base_description else ''} |",
         f"| dataset | `{dataset}`{(' (' + data_source + ')') if data_source else ''} |",
     ]
+    if teacher:
+        lines.append(f"| distilled from | `{teacher}` (the recipe's distill: section) |")
     if run.label_names is not None:
         lines.append(f"| labels | {', '.join(run.label_names)} |")
     lines += [
@@ -162,7 +172,7 @@ def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameter
         "",
         "```python",
         "import nlp",
-        f'pipe = nlp.pipeline("{alias}")          # no model: this is the default of the task',
+        *use_default,
         f'pipe = nlp.pipeline("{spec.name}", model="{name}")',
         "```",
         "",
@@ -180,6 +190,7 @@ def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameter
         "",
         "## How it was made",
         "",
+        *([how_made.strip(), ""] if how_made.strip() else []),
         "```",
         "nlp finetune RECIPE.yaml                     # writes the run directory",
         f"nlp hub ship RUN_DIR --name {name}    # this folder and its card in nlp/hub/cards.yaml",
