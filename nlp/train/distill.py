@@ -141,17 +141,20 @@ def resolve_layers(d: Any, student: nn.Module, teacher: nn.Module) -> LayerPlan:
         relation = (_layer_index(s, ns, "student", "relation_layers", [s, t]),
                     _layer_index(t, nt, "teacher", "relation_layers", [s, t]))
         heads = d.relation_heads or teacher.config.num_attention_heads
-        for who, model in (("student", student), ("teacher", teacher)):
-            width = model.config.hidden_size
+        widths = {}
+        for who, model, layer in (("student", student, relation[0]), ("teacher", teacher, relation[1])):
+            qkv = getattr(model._encoder_backbone().layers[layer], "qkv", None)
+            if not isinstance(qkv, nn.Linear):
+                raise ConfigError(f"distill.relation_weight: the {who}'s layers have no fused qkv projection "
+                                  f"({type(model._encoder_backbone().layers[layer]).__name__}) to read Q, K and V from")
+            widths[who] = qkv.out_features // 3  # the attention width: hidden_size, less where heads were pruned
+        for who, width in widths.items():
             if width % heads:
                 source = "distill.relation_heads" if d.relation_heads else \
                     "distill.relation_heads (null: the teacher's num_attention_heads)"
-                raise ConfigError(f"{source} is {heads}, which does not divide the {who}'s hidden size {width}; "
+                raise ConfigError(f"{source} is {heads}, which does not divide the {who}'s attention width {width}; "
                                   "give a number of relation heads that divides both widths "
-                                  f"({student.config.hidden_size} and {teacher.config.hidden_size})")
-            if not isinstance(getattr(model._encoder_backbone().layers[0], "qkv", None), nn.Linear):
-                raise ConfigError(f"distill.relation_weight: the {who}'s layers have no fused qkv projection "
-                                  f"({type(model._encoder_backbone().layers[0]).__name__}) to read Q, K and V from")
+                                  f"({widths['student']} and {widths['teacher']})")
     return LayerPlan(tuple(hidden), relation, heads, tuple(d.relations))
 
 

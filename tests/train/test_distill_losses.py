@@ -120,7 +120,7 @@ def test_layer_pairs_resolve_against_the_models():
         resolve_layers(_section(relation_weight=1.0, relation_layers=(0, 6)), student, teacher)
     with pytest.raises(ConfigError, match="uniform maps the student's 6 layers onto the teacher's 2"):
         resolve_layers(_section(layer_pairs="uniform"), teacher, student)
-    with pytest.raises(ConfigError, match="relation_heads is 3, which does not divide the student's hidden size 32"):
+    with pytest.raises(ConfigError, match="relation_heads is 3, which does not divide the student's attention width 32"):
         resolve_layers(_section(relation_weight=1.0, relation_heads=3), student, teacher)
 
 
