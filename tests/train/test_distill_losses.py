@@ -124,6 +124,20 @@ def test_layer_pairs_resolve_against_the_models():
         resolve_layers(_section(relation_weight=1.0, relation_heads=3), student, teacher)
 
 
+def test_relations_of_a_head_pruned_student_split_its_attention_width():
+    """A student with one head of 32 in a 64-wide model (width pruning: attention_head_size) has an
+    attention width of 32; the relation heads divide that and the teacher's 64."""
+    student, teacher = _model(2, hidden=64, heads=1, attention_head_size=32), _model(2, hidden=64)
+    plan = resolve_layers(_section(hidden_weight=0.0, relation_weight=1.0, relation_heads=4), student, teacher)
+    model = DistillationModel(student, {}, temperature=2.0, soft_weight=0.0, hard_weight=0.0, relation_weight=1.0,
+                              layers=plan, teacher=teacher)
+    batch = {k: v for k, v in _batch().items() if k not in ("teacher_logits", "labels")}
+    model.train()
+    assert model(**batch).loss.item() > 0
+    with pytest.raises(ConfigError, match="relation_heads is 3, which does not divide the student's attention width 32"):
+        resolve_layers(_section(hidden_weight=0.0, relation_weight=1.0, relation_heads=3), student, teacher)
+
+
 def _batch(n: int = 4, length: int = 6) -> dict[str, torch.Tensor]:
     torch.manual_seed(2)
     ids = torch.randint(5, 500, (n, length))
