@@ -78,6 +78,11 @@ class TaskSpec:
     input_fields: ClassVar[tuple[str, ...]] = ("text",)  # what `nlp predict` reads per record
     optional_input_fields: ClassVar[tuple[str, ...]] = ()  # string fields a record may add
     result_field: ClassVar[str] = "prediction"  # the field `nlp predict` adds per record (default predict)
+    # the string columns of an example that distillation's word replacement may rewrite
+    # (nlp/train/augment.py, `distill.augment`): a rewritten copy learns the teacher's outputs, not
+    # its labels, so a column qualifies when nothing else in the example points into it (per-token
+    # tags, answer offsets). (): the task is not augmented (refused with a message)
+    augment_columns: ClassVar[tuple[str, ...]] = ()
     # the recipe's task section: TaskSettings, or a subclass with the task's own knobs
     settings: ClassVar[type[TaskSettings]] = TaskSettings
     # what a model of this task exports (ONNX): its inputs, and each output with its axis names

@@ -9,19 +9,29 @@ per output, a distribution ("softmax": KL(teacher || student) at a temperature o
 times temperature^2 as Hinton et al. 2015; class logits, NER tag emissions per token (a CRF head's
 transitions are learned from the labels), QA start/end over the positions), per-label
 probabilities ("sigmoid") or a regression ("mse": sentence embeddings). Positions of a sequence
-axis that are padding are left out. Optionally the student's last-layer hidden states, through a
-learned projection to the teacher's width, match the teacher's (MSE; TinyBERT's layer loss at the
-last layer).
+axis that are padding are left out. Optionally, from inside the two encoders
+(nlp/train/distill_losses.py):
+- hidden states: student layer i's output, through a learned projection per pair of layers (to
+  the teacher's width), matches teacher layer j's (MSE; TinyBERT's layer loss), for the pairs of
+  `layer_pairs` (default: the last layer to the last);
+- self-attention relations (MiniLM v2): the query-query, key-key and value-value relations of a
+  student layer against a teacher layer's, split into `relation_heads` relation heads, so widths
+  and head counts may differ. Q, K and V are the layer's fused `qkv` projection of the layer's
+  input, read by a forward hook (the models are not changed for it).
 
 The teacher's outputs are computed once, in one pass over the training set before the first step
 (eval mode, no dropout), and travel with each training example as extra features, so every epoch
 reuses them; the collator pads them with the batch. A resumed run computes them again once (the
-same numbers: the pass is deterministic). The hidden-state loss needs the teacher's hidden states,
-too large to keep for a training set (examples x tokens x width), so with `hidden_weight > 0` the
-teacher also runs on each batch.
+same numbers: the pass is deterministic). Hidden states and relations of a whole training set
+(examples x tokens x width) are too large to keep, so with `hidden_weight` or `relation_weight`
+> 0 the teacher also runs on each batch (up to the deepest teacher layer asked for).
+
+Augmented copies of the training examples (`augment:`, nlp/train/augment.py) are training
+features too, flagged (`distill_augmented`); they learn the teacher's outputs (soft targets,
+hidden states, relations) and never the labels: the hard loss is the original rows' alone.
 
 The student being trained is wrapped with its losses (`DistillationModel`): the Trainer checkpoints
-the wrapper (the projection included, so a resume is exact) and exports the student alone (its
+the wrapper (the projections included, so a resume is exact) and exports the student alone (its
 `save_pretrained`). Nothing here knows a task by name.
 """
 
@@ -41,19 +51,22 @@ from nlp.models import PreTrainedEncoder
 from nlp.tasks.model_dirs import locate_model
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import Tokenizer, load_tokenizer
+from nlp.train.distill_losses import RELATIONS, hidden_loss, relation_loss, soft_loss, split_qkv
 
-__all__ = ["DistillationModel", "DistillCollator", "prepare_distillation", "teacher_outputs", "TEACHER_PREFIX"]
+__all__ = ["DistillationModel", "DistillCollator", "LayerPlan", "prepare_distillation", "teacher_outputs",
+           "resolve_layers", "TEACHER_PREFIX", "AUGMENTED_KEY", "soft_loss", "hidden_loss", "relation_loss"]
 
 logger = logging.getLogger(__name__)
 
 TEACHER_PREFIX = "teacher_"  # a training feature's cached teacher output `logits` is `teacher_logits`
-_MASKED = -1e4  # a padded position's logit in a distribution over positions
+AUGMENTED_KEY = "distill_augmented"  # 1 on a training feature made by augmentation (no trusted labels)
 
 
 @dataclass
 class DistillCollator:
     """The task's collator for the training batches, plus the cached teacher outputs of each
-    example (`teacher_*` keys), padded along their sequence axis to the batch's length."""
+    example (`teacher_*` keys), padded along their sequence axis to the batch's length, and the
+    augmentation flag when there is one."""
 
     base: Callable[[list[dict]], dict[str, torch.Tensor]]
     keys: tuple[str, ...]
@@ -78,33 +91,182 @@ def _pad_rows(row: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
+# --------------------------------------------------------------------------- which layers
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """Which encoder layers the intermediate losses compare, as non-negative indices:
+    `hidden` (student layer, teacher layer) pairs for the hidden-state MSE, `relation` the pair
+    for MiniLM's relations (None: no relation loss), split into `relation_heads` heads."""
+
+    hidden: tuple[tuple[int, int], ...] = ()
+    relation: tuple[int, int] | None = None
+    relation_heads: int = 1
+    relations: tuple[str, ...] = RELATIONS
+
+
+def _num_layers(model: nn.Module) -> int:
+    return len(model._encoder_backbone().layers)
+
+
+def _layer_index(i: int, n: int, who: str, key: str, given: Any) -> int:
+    if not -n <= i < n:
+        raise ConfigError(f"distill.{key}: {given} names {who} layer {i}, but the {who} has {n} layer"
+                          f"{'s' if n != 1 else ''} (valid: 0..{n - 1}, or -{n}..-1 from the last)")
+    return i % n
+
+
+def resolve_layers(d: Any, student: nn.Module, teacher: nn.Module) -> LayerPlan:
+    """The distill section's layer settings against the two models (ConfigError naming the
+    setting for a layer a model lacks, or relation heads that do not divide a width)."""
+    ns, nt = _num_layers(student), _num_layers(teacher)
+    hidden: list[tuple[int, int]] = []
+    if d.hidden_weight > 0:
+        if d.layer_pairs == "last":
+            pairs: list[Any] = [[-1, -1]]
+        elif d.layer_pairs == "uniform":  # TinyBERT's g(m) = m * N / M, 1-based: every student layer
+            if nt < ns:
+                raise ConfigError(f"distill.layer_pairs: uniform maps the student's {ns} layers onto the teacher's "
+                                  f"{nt}, which has fewer; list the pairs instead ([[student, teacher], ...])")
+            pairs = [[i, (i + 1) * nt // ns - 1] for i in range(ns)]
+        else:
+            pairs = list(d.layer_pairs)
+        hidden = [(_layer_index(s, ns, "student", "layer_pairs", [s, t]),
+                   _layer_index(t, nt, "teacher", "layer_pairs", [s, t])) for s, t in pairs]
+    relation = None
+    heads = 1
+    if d.relation_weight > 0:
+        s, t = d.relation_layers
+        relation = (_layer_index(s, ns, "student", "relation_layers", [s, t]),
+                    _layer_index(t, nt, "teacher", "relation_layers", [s, t]))
+        heads = d.relation_heads or teacher.config.num_attention_heads
+        widths = {}
+        for who, model, layer in (("student", student, relation[0]), ("teacher", teacher, relation[1])):
+            qkv = getattr(model._encoder_backbone().layers[layer], "qkv", None)
+            if not isinstance(qkv, nn.Linear):
+                raise ConfigError(f"distill.relation_weight: the {who}'s layers have no fused qkv projection "
+                                  f"({type(model._encoder_backbone().layers[layer]).__name__}) to read Q, K and V from")
+            widths[who] = qkv.out_features // 3  # the attention width: hidden_size, less where heads were pruned
+        for who, width in widths.items():
+            if width % heads:
+                source = "distill.relation_heads" if d.relation_heads else \
+                    "distill.relation_heads (null: the teacher's num_attention_heads)"
+                raise ConfigError(f"{source} is {heads}, which does not divide the {who}'s attention width {width}; "
+                                  "give a number of relation heads that divides both widths "
+                                  f"({widths['student']} and {widths['teacher']})")
+    return LayerPlan(tuple(hidden), relation, heads, tuple(d.relations))
+
+
+class _Enough(Exception):
+    """Raised by a hook once the deepest layer a forward pass is run for has run."""
+
+
+class _LayerTaps:
+    """While active: the outputs of some encoder layers (`outputs[i]`: (B, T, H), or (N, H) at
+    the [CLS] rows for a last layer asked for those only, with `rows[i]` the positions) and the
+    inputs of others (`inputs[i]`, (B, T, H): what their q, k, v project). With `stop`, the
+    forward pass ends (`_Enough`) after the deepest of those layers."""
+
+    def __init__(self, model: nn.Module, outputs: Sequence[int], inputs: Sequence[int], stop: bool = False) -> None:
+        self.layers = model._encoder_backbone().layers
+        self.want_out, self.want_in = set(outputs), set(inputs)
+        wanted = self.want_out | self.want_in
+        self.last = max(wanted) if stop and wanted and max(wanted) < len(self.layers) - 1 else None
+        self.outputs: dict[int, torch.Tensor] = {}
+        self.rows: dict[int, Any] = {}
+        self.inputs: dict[int, torch.Tensor] = {}
+        self.handles: list[Any] = []
+
+    def __enter__(self) -> "_LayerTaps":
+        for i in sorted(self.want_out | self.want_in):
+            self.handles.append(self.layers[i].register_forward_hook(self._hook(i)))
+        return self
+
+    def _hook(self, i: int) -> Callable:
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            if i in self.want_in:
+                self.inputs[i] = args[0]
+            if i in self.want_out:
+                self.outputs[i] = output[0] if isinstance(output, tuple) else output
+                self.rows[i] = args[2] if len(args) > 2 else None
+            if i == self.last:
+                raise _Enough
+
+        return hook
+
+    def __exit__(self, *exc: Any) -> bool:
+        for h in self.handles:
+            h.remove()
+        return exc[0] is _Enough  # the pass was cut short on purpose
+
+
+def _qkv(model: nn.Module, layer: int, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The query, key and value vectors (B, T, H each) layer `layer` computes from its input x."""
+    qkv = model._encoder_backbone().layers[layer].qkv
+    return split_qkv(F.linear(x, qkv.weight, qkv.bias))
+
+
+def _same_rows(s: torch.Tensor, s_rows: Any, t: torch.Tensor, t_rows: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Student and teacher states of one pair, at the same positions: where one side's layer gave
+    the [CLS] rows alone (a classifier's last layer, (N, H)), those rows of the other's (B, T, H)."""
+    if s.dim() == t.dim():
+        return s, t
+    if s.dim() == 3:
+        return s[t_rows.batch, t_rows.position], t
+    return s, t[s_rows.batch, s_rows.position]
+
+
+def _select(batch: Mapping[str, Any], keep: torch.Tensor) -> dict[str, Any]:
+    """The rows `keep` (a (B,) bool mask) of every per-example tensor of a batch."""
+    n = keep.shape[0]
+    return {k: v[keep] if torch.is_tensor(v) and v.dim() and v.shape[0] == n else v for k, v in batch.items()}
+
+
+# --------------------------------------------------------------------------- the model
+
+
 class DistillationModel(nn.Module):
     """The student with its distillation losses. In training, a batch that carries the teacher's
     outputs (`teacher_*`) gets `loss` = hard_weight * the student's own loss + soft_weight * the
-    soft-target losses + hidden_weight * the hidden-state loss; in evaluation (no teacher keys)
-    it is the student. Attributes it does not have (config, decode, save_pretrained, ...) are
-    the student's, so the Trainer exports the student alone."""
+    soft-target losses + hidden_weight * the hidden-state losses (summed over the layer pairs) +
+    relation_weight * the relation loss; rows flagged as augmented (`AUGMENTED_KEY`) have no hard
+    loss (the loss is the mean over the batch's rows of each row's terms). In evaluation (no
+    teacher keys) it is the student. Attributes it does not have (config, decode,
+    save_pretrained, ...) are the student's, so the Trainer exports the student alone."""
 
     def __init__(self, student: PreTrainedEncoder, targets: Mapping[str, str], *, temperature: float,
-                 soft_weight: float, hard_weight: float, hidden_weight: float = 0.0,
-                 teacher: PreTrainedEncoder | None = None) -> None:
+                 soft_weight: float, hard_weight: float, hidden_weight: float = 0.0, relation_weight: float = 0.0,
+                 layers: LayerPlan | None = None, teacher: PreTrainedEncoder | None = None,
+                 label_keys: Sequence[str] = ("labels",)) -> None:
         super().__init__()
         self.student = student
         self.targets = dict(targets)
         self.temperature, self.soft_weight = float(temperature), float(soft_weight)
         self.hard_weight, self.hidden_weight = float(hard_weight), float(hidden_weight)
+        self.relation_weight = float(relation_weight)
+        self.label_keys = tuple(label_keys)
+        if layers is None:  # the last layer to the last, as the hidden_weight of old
+            last = (_num_layers(student) - 1, _num_layers(teacher) - 1) if teacher is not None else (0, 0)
+            layers = LayerPlan(hidden=(last,) if hidden_weight > 0 else ())
+        self.plan = layers
+        self.teacher_runs = bool(hidden_weight > 0 and layers.hidden) or bool(relation_weight > 0 and layers.relation)
+        if self.teacher_runs and teacher is None:
+            raise ValueError("hidden_weight or relation_weight > 0 needs the teacher model (its states are not cached)")
         # the teacher is not a submodule: neither trained, nor checkpointed, nor exported
         object.__setattr__(self, "_teacher", teacher)
-        self.projection = None
+        # one learned projection per hidden pair, student width -> teacher width (the identity's
+        # shape and start when the widths agree)
+        self.projections = nn.ModuleList()
         if hidden_weight > 0:
-            if teacher is None:
-                raise ValueError("hidden_weight > 0 needs the teacher model (its hidden states are not cached)")
-            s, t = student.config.hidden_size, teacher.config.hidden_size
-            self.projection = nn.Linear(s, t)  # learned; the identity's shape when the widths agree
-            if s == t:
-                with torch.no_grad():
-                    self.projection.weight.copy_(torch.eye(s))
-                    self.projection.bias.zero_()
+            s, t = student.config.hidden_size, teacher.config.hidden_size  # type: ignore[union-attr]
+            for _ in layers.hidden:
+                proj = nn.Linear(s, t)
+                if s == t:
+                    with torch.no_grad():
+                        proj.weight.copy_(torch.eye(s))
+                        proj.bias.zero_()
+                self.projections.append(proj)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -114,94 +276,63 @@ class DistillationModel(nn.Module):
 
     def forward(self, **batch: Any) -> Any:
         cached = {k[len(TEACHER_PREFIX):]: batch.pop(k) for k in list(batch) if k.startswith(TEACHER_PREFIX)}
-        if not cached and not (self.training and self.projection is not None):
+        augmented = batch.pop(AUGMENTED_KEY, None)
+        if not cached and not (self.training and self.teacher_runs):
             return self.student(**batch)
-        hidden: dict[str, torch.Tensor] = {}
-        with _last_layer_output(self.student, hidden, "student"):
+        copies = None if augmented is None else augmented.bool()
+        if copies is None or not bool(copies.any()):
+            return self._distil(batch, cached, hard=True)
+        unlabelled = {k: v for k, v in batch.items() if k not in self.label_keys}
+        if bool(copies.all()):
+            return self._distil(unlabelled, cached, hard=False)
+        # originals and augmented copies in one batch: two passes, so that only the originals'
+        # labels are learned; each part weighs by its rows
+        out = self._distil(_select(batch, ~copies), _select(cached, ~copies), hard=True)
+        aug = self._distil(_select(unlabelled, copies), _select(cached, copies), hard=False)
+        share = copies.float().mean()
+        out.loss = (1 - share) * out.loss + share * aug.loss
+        return out
+
+    def _distil(self, batch: dict[str, Any], cached: Mapping[str, torch.Tensor], *, hard: bool) -> Any:
+        plan = self.plan
+        taps = _LayerTaps(self.student, [s for s, _ in plan.hidden] if self.hidden_weight else [],
+                          [plan.relation[0]] if self.relation_weight and plan.relation else [])
+        with taps:
             out = self.student(**batch)
-        hard = out.loss if out.loss is not None else torch.zeros((), device=batch["input_ids"].device)
-        loss = self.hard_weight * hard if self.hard_weight else torch.zeros_like(hard)
+        zero = torch.zeros((), device=batch["input_ids"].device)
+        loss = self.hard_weight * out.loss if hard and self.hard_weight and out.loss is not None else zero
         mask = batch.get("attention_mask")
         if self.soft_weight:
             for name, kind in self.targets.items():
                 if name not in cached:
                     raise ValueError(f"the batch carries no cached teacher output {TEACHER_PREFIX + name!r}")
-                loss = loss + self.soft_weight * soft_loss(getattr(out, name), cached[name].to(hard.dtype), kind,
+                loss = loss + self.soft_weight * soft_loss(getattr(out, name), cached[name].float(), kind,
                                                            self.temperature, mask)
-        if self.projection is not None and self.hidden_weight:
-            teacher = self._teacher
-            with torch.no_grad(), _last_layer_output(teacher, hidden, "teacher"):
-                teacher.eval()
-                teacher(**{k: v for k, v in batch.items() if k not in ("labels",)})
-            loss = loss + self.hidden_weight * hidden_loss(self.projection(hidden["student"]), hidden["teacher"], mask)
+        if self.teacher_runs:
+            loss = loss + self._inner_losses(batch, taps, mask)
         out.loss = loss
         return out
 
-
-class _last_layer_output:
-    """Records the output of the model's last encoder layer into `store[key]` while active."""
-
-    def __init__(self, model: nn.Module, store: dict[str, torch.Tensor], key: str) -> None:
-        self.layer = model._encoder_backbone().layers[-1]
-        self.store, self.key, self.handle = store, key, None
-
-    def __enter__(self) -> "_last_layer_output":
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            self.store[self.key] = output[0] if isinstance(output, tuple) else output
-
-        self.handle = self.layer.register_forward_hook(hook)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.handle.remove()
-
-
-def soft_loss(student: torch.Tensor, teacher: torch.Tensor, kind: str, temperature: float,
-              mask: torch.Tensor | None) -> torch.Tensor:
-    """The loss of the student's output against the teacher's, by `kind` (TaskSpec.distill_targets):
-    "softmax" KL(teacher || student) at `temperature`, times temperature^2; "sigmoid" binary
-    cross-entropy against the teacher's probabilities; "mse". A (B, T, ...) output is averaged over
-    the real positions of `mask` (B, T); a (B, T) distribution over positions masks the padding."""
-    student = student.float()
-    teacher = teacher.float()
-    if student.shape != teacher.shape:
-        raise ValueError(f"the student's output has shape {tuple(student.shape)}, the teacher's cached one "
-                         f"{tuple(teacher.shape)}: they must match (same task, labels and tokenizer)")
-    if kind == "mse":
-        return F.mse_loss(student, teacher)
-    over_positions = mask is not None and student.dim() == 2 and student.shape == mask.shape
-    if over_positions:  # QA: a distribution over the sequence; padding takes no probability
-        keep = mask.bool()
-        student = student.masked_fill(~keep, _MASKED)
-        teacher = teacher.masked_fill(~keep, _MASKED)
-    if kind == "sigmoid":
-        per = F.binary_cross_entropy_with_logits(student / temperature, torch.sigmoid(teacher / temperature),
-                                                 reduction="none") * temperature ** 2
-        per = per.mean(-1)
-    elif kind == "softmax":
-        log_p = F.log_softmax(student / temperature, dim=-1)
-        q = F.softmax(teacher / temperature, dim=-1)
-        per = (q * (torch.log(q.clamp_min(1e-12)) - log_p)).sum(-1) * temperature ** 2
-    else:
-        raise ValueError(f"unknown distillation target kind {kind!r}; valid: softmax, sigmoid, mse")
-    # per: (B,) or (B, T) for a per-token output
-    if per.dim() == 2 and mask is not None and per.shape == mask.shape:
-        weights = mask.to(per.dtype)
-        return (per * weights).sum() / weights.sum().clamp_min(1.0)
-    return per.mean()
-
-
-def hidden_loss(student: torch.Tensor, teacher: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """MSE between (projected) student and teacher hidden states, over real tokens when the
-    states are per token (B, T, H), else over every row (a [CLS]-rows last layer)."""
-    if student.shape != teacher.shape:
-        raise ValueError(f"hidden states differ in shape: student {tuple(student.shape)} (projected), teacher "
-                         f"{tuple(teacher.shape)}")
-    per = ((student.float() - teacher.float()) ** 2).mean(-1)
-    if mask is not None and per.shape == mask.shape:
-        w = mask.to(per.dtype)
-        return (per * w).sum() / w.sum().clamp_min(1.0)
-    return per.mean()
+    def _inner_losses(self, batch: Mapping[str, Any], student: _LayerTaps, mask: torch.Tensor | None) -> torch.Tensor:
+        """hidden_weight * the hidden-state MSE of each pair + relation_weight * the relation loss."""
+        plan, teacher = self.plan, self._teacher
+        hidden = plan.hidden if self.hidden_weight else ()
+        relation = plan.relation if self.relation_weight else None
+        taps = _LayerTaps(teacher, [t for _, t in hidden], [relation[1]] if relation else [], stop=True)
+        teacher.eval()
+        with torch.no_grad(), taps:
+            teacher(**{k: v for k, v in batch.items() if k not in self.label_keys})
+        loss = torch.zeros((), device=batch["input_ids"].device)
+        for proj, (s, t) in zip(self.projections, hidden):
+            got, want = _same_rows(student.outputs[s], student.rows[s], taps.outputs[t], taps.rows[t])
+            loss = loss + self.hidden_weight * hidden_loss(proj(got), want, mask if got.dim() == 3 else None)
+        if relation is not None:
+            with torch.no_grad():
+                want_qkv = _qkv(teacher, relation[1], taps.inputs[relation[1]])
+            got_qkv = _qkv(self.student, relation[0], student.inputs[relation[0]])
+            loss = loss + self.relation_weight * relation_loss(got_qkv, want_qkv, mask, plan.relation_heads,
+                                                               plan.relations)
+        return loss
 
 
 @torch.inference_mode()
@@ -291,24 +422,55 @@ def _check_shapes(student: PreTrainedEncoder, spec: TaskSpec, tokenizer: Tokeniz
 
 
 def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
-                         label_names: list[str] | None, train_features: list[dict],
-                         collate: Callable) -> tuple[DistillationModel, list[dict], DistillCollator]:
+                         label_names: list[str] | None, train_features: list[dict], collate: Callable, *,
+                         train_examples: Any = None, featurize: Callable[[Any], list[dict]] | None = None,
+                         ) -> tuple[DistillationModel, list[dict], DistillCollator]:
     """(the model the Trainer trains, the training features with the teacher's cached outputs,
-    their collator) for a recipe with a distill section."""
+    their collator) for a recipe with a distill section. With `distill.augment`, the rewritten
+    copies of `train_examples` (the training split, whose features `train_features` are), made
+    features by `featurize`, follow the originals, flagged."""
     d = recipe.distill
     teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names)
+    plan = resolve_layers(d, student, teacher)  # a layer either model lacks: refused before any pass
+    keys: tuple[str, ...] = ()
+    if d.augment is not None:
+        originals = len(train_features)
+        train_features = train_features + _augmented_features(recipe, spec, train_examples, featurize)
+        train_features = [{**f, AUGMENTED_KEY: int(i >= originals)} for i, f in enumerate(train_features)]
+        keys = (AUGMENTED_KEY,)
     # soft_weight 0: nothing of the teacher's outputs is learned, so nothing is cached
     targets = spec.distill_targets(student.config) if d.soft_weight > 0 else {}
     per_token = tuple(n for n in targets if spec.export_outputs.get(n, ())[1:2] == ("sequence",))
     logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(targets),
                 len(train_features))
-    cached = (teacher_outputs(teacher, train_features, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
+    plain = [{k: v for k, v in f.items() if k != AUGMENTED_KEY} for f in train_features]
+    cached = (teacher_outputs(teacher, plain, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
                               per_token, spec.label_keys) if targets else [{} for _ in train_features])
     features = [{**f, **{TEACHER_PREFIX + k: v for k, v in c.items()}} for f, c in zip(train_features, cached)]
     if targets:
-        _check_shapes(student, spec, tokenizer, train_features[:2], cached[:2], per_token)
+        _check_shapes(student, spec, tokenizer, plain[:2], cached[:2], per_token)
     model = DistillationModel(student, targets, temperature=d.temperature, soft_weight=d.soft_weight,
                               hard_weight=d.hard_weight, hidden_weight=d.hidden_weight,
-                              teacher=teacher if d.hidden_weight > 0 else None)
-    keys = tuple(TEACHER_PREFIX + k for k in targets)
+                              relation_weight=d.relation_weight, layers=plan, label_keys=spec.label_keys,
+                              teacher=teacher if d.hidden_weight > 0 or d.relation_weight > 0 else None)
+    keys = tuple(TEACHER_PREFIX + k for k in targets) + keys
     return model, features, DistillCollator(collate, keys, tuple(TEACHER_PREFIX + k for k in per_token))
+
+
+def _augmented_features(recipe: Any, spec: TaskSpec, examples: Any, featurize: Callable | None) -> list[dict]:
+    """The features of the rewritten copies of the training examples (nlp/train/augment.py)."""
+    from nlp.train.augment import JiebaDictionary, MaskedLMChars, WordReplacer, augment_examples
+
+    a = recipe.distill.augment
+    if not spec.augment_columns:  # check_recipe refuses it first; library callers land here
+        raise ConfigError(f"distill.augment: {spec.name} examples are not rewritten (its spec names no "
+                          "augment_columns): word replacement applies to sentence-level tasks")
+    if examples is None or featurize is None:
+        raise ValueError("distill.augment needs the training examples and a featurize function "
+                         "(prepare_distillation(..., train_examples=, featurize=))")
+    mlm = MaskedLMChars(a.mlm, recipe.data.max_length) if a.mlm is not None else None
+    replacer = WordReplacer(p=a.p, candidates=a.candidates, seed=recipe.train.seed if a.seed is None else a.seed,
+                            dictionary=JiebaDictionary(), mlm=mlm)
+    copies, stats = augment_examples(examples, spec.augment_columns, a.copies, replacer)
+    logger.info("distillation: %s", stats.line())
+    return featurize(copies)

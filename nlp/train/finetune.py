@@ -393,7 +393,9 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         from nlp.train.distill import prepare_distillation
 
         trained, features["train"], train_collate = prepare_distillation(
-            recipe, spec, model, tokenizer, data.label_names, features["train"], train_collate)
+            recipe, spec, model, tokenizer, data.label_names, features["train"], train_collate,
+            train_examples=data.splits["train"],
+            featurize=lambda ds: featurize(recipe, ds, tokenizer, data.label_names, spec=spec))
     metrics = TaskMetrics(spec, data.label_names, model, recipe)
     if "dev" in features:
         metrics.use(data.splits["dev"], features["dev"])

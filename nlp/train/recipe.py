@@ -51,6 +51,7 @@ __all__ = [
     "TokenizerTraining",
     "DataSection",
     "DistillSection",
+    "AugmentSection",
     "load_recipe",
     "recipe_from_dict",
     "recipe_to_dict",
@@ -137,35 +138,110 @@ class DataSection(Settings):
 
 
 @dataclass
+class AugmentSection(Settings):
+    """Data augmentation for distillation: TinyBERT's word replacement (nlp/train/augment.py,
+    docs/compress.md). Each training example gets `copies` rewritten copies, which learn the
+    teacher's outputs only (their labels are not trusted). Sentence-level tasks only (those whose
+    spec names `augment_columns`); refused for the others."""
+
+    copies: int = 1  # rewritten copies per training example (TinyBERT: 20); each is one more pass of the set per epoch
+    p: float = 0.4  # the chance that a word is replaced (TinyBERT's p_t)
+    candidates: int = 15  # a replacement is drawn uniformly from this many candidates (TinyBERT's K)
+    # a masked-LM model directory (e.g. nlp/assets/ernie-tiny-zh; its own tokenizer): a
+    # single-character word is replaced by one of its top predictions at that position, masked;
+    # null: by the dictionary rule as longer words (a jieba dictionary word of the same
+    # part-of-speech tag and length, near in frequency: jieba has no thesaurus)
+    mlm: str | None = None
+    seed: int | None = None  # null: train.seed. The copies depend on the seed alone (and the data)
+
+    def problems(self) -> Iterator[Problem]:
+        if self.copies < 1:
+            yield Problem("copies", f"copies must be >= 1, got {self.copies}")
+        if not 0.0 < self.p <= 1.0:
+            yield Problem("p", f"p must lie in (0, 1], got {self.p}")
+        if self.candidates < 1:
+            yield Problem("candidates", f"candidates must be >= 1, got {self.candidates}")
+
+
+LAYER_RULES = ("last", "uniform")  # distill.layer_pairs by rule (else a list of [student, teacher] pairs)
+RELATION_KINDS = ("query", "key", "value")  # MiniLM v2's self-attention relations
+
+
+@dataclass
 class DistillSection(Settings):
     """Knowledge distillation: the model being fine-tuned (the student) also learns the outputs
     of a fine-tuned teacher of the same task and labels (nlp/train/distill.py, docs/compress.md).
     The loss is hard_weight * the task's own loss + soft_weight * the soft-target loss (KL at
-    `temperature`, times temperature^2) + hidden_weight * MSE(projected student last hidden
-    states, the teacher's)."""
+    `temperature`, times temperature^2) + hidden_weight * the MSE of each pair of `layer_pairs`
+    (projected student hidden states against the teacher's) + relation_weight * MiniLM v2's
+    self-attention relation loss at `relation_layers`."""
 
     teacher: str = ""  # a fine-tuned run or model directory of the same task, labels and tokenizer
     temperature: float = 2.0  # > 1 softens both distributions: more of the teacher's ranking is learned
     soft_weight: float = 1.0  # the teacher's soft targets
     hard_weight: float = 1.0  # the labels (0: learn from the teacher alone)
-    # the last encoder layer's hidden states, through a learned linear projection (student width ->
-    # teacher width; kept out of the saved student). > 0 runs the teacher on every batch (hidden
-    # states of a whole training set are too large to cache; its outputs alone are cached)
+    # hidden states of the layer pairs, each through a learned linear projection (student width ->
+    # teacher width; kept out of the saved student). > 0 (or relation_weight > 0) runs the teacher
+    # on every batch (hidden states of a whole training set are too large to cache; its outputs
+    # alone are cached)
     hidden_weight: float = 0.0
+    # which student layer learns which teacher layer's hidden states: "last" (the last to the last),
+    # "uniform" (TinyBERT's: student layer i of M to teacher layer (i+1)*N/M - 1 of N), or a list of
+    # [student, teacher] pairs, 0-based, negative from the last, e.g. [[0, 2], [1, 5]]
+    layer_pairs: Any = "last"
+    # MiniLM v2: KL between the student's and the teacher's query-query, key-key and value-value
+    # relations (softmax(X X^T / sqrt(d)) per relation head) of one layer each; any widths and
+    # head counts. > 0 runs the teacher on every batch
+    relation_weight: float = 0.0
+    relation_layers: tuple[int, int] = (-1, -1)  # [student layer, teacher layer]; MiniLM v2 takes the
+    # teacher's last layer for base-size teachers, an upper-middle one for large ones
+    relation_heads: int | None = None  # both widths split into this many; null: the teacher's attention heads
+    relations: list[str] = field(default_factory=lambda: list(RELATION_KINDS))  # which of query, key, value
+    augment: AugmentSection | None = None  # rewritten copies of the training examples (TinyBERT)
     teacher_batch_size: int = 64  # the one pass that caches the teacher's outputs
 
     def problems(self) -> Iterator[Problem]:
         # the teacher is checked by check_recipe (an empty one is the defaults', validated alone)
         if not self.temperature > 0:
             yield Problem("temperature", f"temperature must be > 0, got {self.temperature}")
-        for name in ("soft_weight", "hard_weight", "hidden_weight"):
+        weights = ("soft_weight", "hard_weight", "hidden_weight", "relation_weight")
+        for name in weights:
             if not getattr(self, name) >= 0:
                 yield Problem(name, f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.soft_weight == self.hard_weight == self.hidden_weight == 0:
-            yield Problem("soft_weight", "soft_weight, hard_weight and hidden_weight are all 0: nothing to learn; "
-                                         "set soft_weight (the teacher's outputs) or hard_weight (the labels) above 0")
+        if all(getattr(self, name) == 0 for name in weights):
+            yield Problem("soft_weight", "soft_weight, hard_weight, hidden_weight and relation_weight are all 0: "
+                                         "nothing to learn; set soft_weight (the teacher's outputs) or hard_weight "
+                                         "(the labels) above 0")
         if self.teacher_batch_size < 1:
             yield Problem("teacher_batch_size", f"teacher_batch_size must be >= 1, got {self.teacher_batch_size}")
+        yield from _layer_pair_problems(self.layer_pairs)
+        if self.relation_heads is not None and self.relation_heads < 1:
+            yield Problem("relation_heads", f"relation_heads must be >= 1 (or null), got {self.relation_heads}")
+        bad = [r for r in self.relations if r not in RELATION_KINDS]
+        if bad or not self.relations:
+            hint = did_you_mean(bad[0], RELATION_KINDS) if bad else ""
+            yield Problem("relations", f"relations must be a non-empty list of {', '.join(RELATION_KINDS)}, got "
+                                       f"{self.relations!r}.{hint}")
+        if self.augment is not None and self.soft_weight == self.hidden_weight == self.relation_weight == 0:
+            yield Problem("augment", "augment: the rewritten copies learn from the teacher alone (their labels are "
+                                     "not trusted), but soft_weight, hidden_weight and relation_weight are all 0; "
+                                     "set soft_weight above 0 or drop augment")
+
+
+def _layer_pair_problems(value: Any) -> Iterator[Problem]:
+    if isinstance(value, str):
+        if value not in LAYER_RULES:
+            yield Problem("layer_pairs", f"layer_pairs: {value!r} is not a rule ({', '.join(LAYER_RULES)}) nor a "
+                                         f"list of [student, teacher] pairs.{did_you_mean(value, LAYER_RULES)}")
+        return
+    ok = isinstance(value, (list, tuple)) and value and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in p)
+        for p in value)
+    if not ok:
+        yield Problem("layer_pairs", f"layer_pairs must be last, uniform or a non-empty list of [student, teacher] "
+                                     f"layer pairs such as [[0, 2], [1, 5]], got {value!r}")
+    elif len({tuple(p) for p in value}) != len(value):
+        yield Problem("layer_pairs", f"layer_pairs lists a pair twice: {value!r}")
 
 
 @dataclass
@@ -303,6 +379,11 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
                       f"use nlp.pipeline({spec.name!r})")
     errors += _check_data(recipe.data, base_dir)
     errors += _check_student(recipe)
+    if spec is not None and recipe.distill is not None and recipe.distill.augment is not None \
+            and not spec.augment_columns:
+        errors.append(f"distill.augment: {spec.name} examples are not rewritten: word replacement applies to "
+                      "sentence-level tasks (a task spec's augment_columns), where no label points into the "
+                      "text; per-token tags or answer offsets would no longer line up. Drop distill.augment")
     if spec is not None:
         errors += spec.check_data(recipe.data, recipe.task)  # what only this task needs (QA: doc_stride < max_length)
     return errors
@@ -326,6 +407,10 @@ def _check_student(recipe: Recipe) -> list[str]:
     elif recipe.distill is not None and not Path(recipe.distill.teacher).expanduser().is_dir():
         errors.append(f"distill.teacher {recipe.distill.teacher!r} is not a directory; give a fine-tuned run "
                       "(train.output_dir) or model directory")
+    augment = recipe.distill.augment if recipe.distill is not None else None
+    if augment is not None and augment.mlm is not None and not Path(augment.mlm).expanduser().is_dir():
+        errors.append(f"distill.augment.mlm {augment.mlm!r} is not a directory; give a masked-LM model directory "
+                      "(e.g. nlp/assets/ernie-tiny-zh), or null for the dictionary rule")
     if recipe.distill is not None and recipe.train.data.batching == "packed":
         errors.append("distill: train.data.batching=packed mixes examples in a row, so the teacher's cached "
                       "outputs per example do not line up; use dynamic or length_grouped")

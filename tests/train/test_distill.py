@@ -42,12 +42,15 @@ def clf_teacher(tmp_path_factory) -> Path:
                     id2label={0: "negative", 1: "positive"})
 
 
+def _overrides(out: Path, teacher: Path, *extra: str, steps: int = 12) -> list[str]:
+    return [f"model.name={teacher}", f"tokenizer.name={teacher}", "model.layer_map=[1]",
+            f"distill.teacher={teacher}", f"train.max_steps={steps}", "train.data.batch_size=8",
+            "train.eval.every_steps=null", "data.max_train_samples=48", "data.max_eval_samples=16",
+            "train.log.every_steps=2", "train.checkpoint.every_steps=4", f"train.output_dir={out}", *QUIET, *extra]
+
+
 def _recipe(name: str, out: Path, teacher: Path, *extra: str, steps: int = 12):
-    return load_recipe(recipe_path(name), [
-        f"model.name={teacher}", f"tokenizer.name={teacher}", "model.layer_map=[1]",
-        f"distill.teacher={teacher}", f"train.max_steps={steps}", "train.data.batch_size=8",
-        "train.eval.every_steps=null", "data.max_train_samples=48", "data.max_eval_samples=16",
-        "train.log.every_steps=2", "train.checkpoint.every_steps=4", f"train.output_dir={out}", *QUIET, *extra])
+    return load_recipe(recipe_path(name), _overrides(out, teacher, *extra, steps=steps))
 
 
 def test_the_student_learns_the_teacher_whose_outputs_are_computed_once(clf_teacher, tmp_path, monkeypatch):
@@ -118,7 +121,59 @@ def test_hidden_states_through_a_projection_and_an_exact_resume(clf_teacher, tmp
 
     ckpt = sorted((tmp_path / "run" / "checkpoints").glob("step-*"))[-1] / "model.safetensors"
     with safe_open(str(ckpt), "pt") as f:
-        assert f.get_tensor("projection.weight").shape == (64, 32)  # student width -> teacher width
+        assert f.get_tensor("projections.0.weight").shape == (64, 32)  # student width -> teacher width
+
+
+NARROW = ["model.name=null", "model.layer_map=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+          "model.config.hidden_size=32", "model.config.num_attention_heads=2", "model.config.intermediate_size=64",
+          "model.config.vocab_size=7000", "train.mixed_precision=no"]
+
+
+def test_layer_pairs_relations_and_augmented_copies_resume_exactly(clf_teacher, tmp_path):
+    """A 2-layer, 32-wide student learns the 64-wide teacher's outputs, the hidden states of two
+    layer pairs (one projection each) and MiniLM's relations of its layer 0 against the teacher's
+    layer 1, on the training set and one rewritten copy of each example; stopped at step 4 and
+    resumed, the loss curve is the unbroken run's (the projections, copies and cached targets
+    come back the same)."""
+    extra = [*NARROW, "model.config.num_hidden_layers=2", "distill.hidden_weight=1.0",
+             "distill.layer_pairs=[[0, 0], [1, 1]]", "distill.relation_weight=1.0", "distill.relation_layers=[0, 1]",
+             "distill.augment.copies=1", "distill.augment.p=0.5"]
+    full = finetune(_recipe("sentiment-reviews", tmp_path / "full", clf_teacher, *extra, steps=8))
+    assert full.status == "finished"
+    with pytest.raises(TrainingInterrupted):
+        finetune(_recipe("sentiment-reviews", tmp_path / "run", clf_teacher, *extra, steps=8), callbacks=[StopAt(4)])
+    finetune(_recipe("sentiment-reviews", tmp_path / "run", clf_teacher, *extra, steps=8))
+    a, b = losses(tmp_path / "full"), losses(tmp_path / "run")
+    assert sorted(a) == sorted(b) == [2, 4, 6, 8]
+    assert b == pytest.approx(a, rel=1e-5)
+    from safetensors import safe_open
+
+    ckpt = sorted((tmp_path / "run" / "checkpoints").glob("step-*"))[-1] / "model.safetensors"
+    with safe_open(str(ckpt), "pt") as f:
+        assert [f.get_tensor(f"projections.{i}.weight").shape for i in (0, 1)] == [(64, 32)] * 2
+    # without the relation loss the curve differs (a little: the random models' relations are near
+    # uniform, so their KL is small; two runs of one recipe agree to the last digit)
+    other = finetune(_recipe("sentiment-reviews", tmp_path / "other", clf_teacher,
+                             *[e for e in extra if not e.startswith("distill.relation")], steps=8))
+    assert other.status == "finished" and losses(tmp_path / "other")[2] != pytest.approx(a[2], rel=1e-6)
+
+
+def test_relations_and_masked_lm_augmentation_through_nlp_finetune(clf_teacher, tmp_path, caplog):
+    from nlp.cli import main
+
+    out = tmp_path / "run"
+    with caplog.at_level("INFO", logger="nlp.train.distill"):
+        code = main(["finetune", "recipes/sentiment-reviews.yaml",
+                     *_overrides(out, clf_teacher, "distill.relation_weight=1", "distill.relation_heads=4",
+                                 "distill.augment.copies=2", f"distill.augment.mlm={ASSET}", steps=6)])
+    assert code == 0
+    assert "96 augmented copies" in caplog.text and "caching the teacher's logits on 144 training examples" in caplog.text
+    assert all(v == v for v in losses(out).values())
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["status"] == "finished" and "accuracy" in results["test"]
+    student = get_task("text-classification").head.from_pretrained(out / "model")
+    assert student.config.num_hidden_layers == 1
+    assert not any("projection" in k or "student." in k for k in student.state_dict())
 
 
 def test_ner_with_a_crf_distils_the_emissions(tmp_path):
@@ -146,7 +201,7 @@ def test_distillation_problems_are_refused_before_training(clf_teacher, tmp_path
         _recipe("sentiment-reviews", out, clf_teacher, "distill.teacher=/nonexistent", "distill.soft_weight=0",
                 "distill.hard_weight=0", "distill.temperature=0", "train.data.batching=packed")
     text = str(err.value)
-    for part in ("distill.teacher '/nonexistent' is not a directory", "distill.soft_weight, hard_weight and hidden_weight are all 0",
+    for part in ("distill.teacher '/nonexistent' is not a directory", "distill.soft_weight, hard_weight, hidden_weight and relation_weight are all 0",
                  "distill.temperature must be > 0", "batching=packed"):
         assert part in text, text
     with pytest.raises(ConfigError, match="layer_map .* names layers \\[5\\], but the model has 2"):

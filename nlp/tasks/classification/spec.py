@@ -38,6 +38,7 @@ class ClassificationSpec(TaskSpec):
     architecture_suffix = "ForSequenceClassification"
     label_column = "label"
     optional_input_fields = ("text_pair",)
+    augment_columns = ("text", "text_pair")  # sentence-level: the labels point at no token
     export_outputs = {"logits": ("batch", "num_labels")}
     result_field = "labels"
     serving = ClassificationAdapter()
