@@ -28,7 +28,7 @@ fp16, the students in fp32; model.onnx for the exports), throughput in texts/s (
 consecutive shuffled test texts, padded to their longest, real lengths up to 128 tokens; the
 forward passes only: no NER decoding, see benchmarks/lexical.py for whole pipelines) and batch-1
 p50 latency. Each row runs in a process of its own, the rows alternating over --rounds rounds;
-the best round of each figure is kept.
+the best round of each figure is kept (a row's metrics are computed in its first round only).
 """
 
 from __future__ import annotations
@@ -265,9 +265,11 @@ def worker(args: argparse.Namespace) -> None:
 
     big = [batch(texts[i:i + 32]) for i in range(0, len(texts), 32)]
 
-    def quality(preds=None) -> dict[str, float]:
+    def quality(preds=None) -> dict[str, float] | None:
+        if args.no_scores:
+            return None
         if task.metric != "accuracy":
-            return _scores(task, args.row, path, net, args.texts)
+            return _scores(task, args.row, path, net, args.score_samples)
         preds = preds if preds is not None else [run(b).argmax(-1) for b in big]
         return {f"{task.dataset} test": float((np.concatenate(preds) == np.array(labels)).mean())}
 
@@ -300,7 +302,8 @@ def main() -> None:
     p.add_argument("--rows", nargs="*", default=None, choices=list(ROW_PLAN), help="default: the task's rows")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
-    p.add_argument("--texts", type=int, default=None, help="test texts timed (default: the whole test split)")
+    p.add_argument("--texts", type=int, default=None, help="test texts timed (default: the whole test split; sentiment's accuracy is "
+                                                           "theirs, NER's F1 always the whole test splits)")
     p.add_argument("--latency-texts", type=int, default=200)
     p.add_argument("--quick", action="store_true", help="64 texts, 10 timed one by one, 1 round")
     p.add_argument("--vocab-sizes", action="store_true", help="only the vocabulary pruning size figures (no timing)")
@@ -311,6 +314,8 @@ def main() -> None:
                    help="the test metric and file size only, one round, nothing timed (a busy machine)")
     p.add_argument("--worker", dest="row", default=None, help=argparse.SUPPRESS)
     p.add_argument("--path", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--no-scores", action="store_true", help=argparse.SUPPRESS)  # a row's later rounds
+    p.add_argument("--score-samples", type=int, default=None, help=argparse.SUPPRESS)  # NER's scored examples
     args = p.parse_args()
     task = TASKS[args.task]
     args.rows = args.rows or list(task.rows)
@@ -320,7 +325,7 @@ def main() -> None:
     if args.vocab_sizes:
         return vocab_sizes(work)
     if args.quick:
-        args.rounds, args.texts, args.latency_texts = 1, 64, 10
+        args.rounds, args.texts, args.latency_texts, args.score_samples = 1, 64, 10, 64
     if args.accuracy_only:
         args.rounds = 1
     paths = prepare(work, Path(args.plain_run), Path(args.distilled_run), task, tuple(args.rows))
@@ -334,7 +339,9 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--task", args.task, "--worker", row, "--path", str(paths[row]),
                    "--threads", str(args.threads), "--latency-texts", str(args.latency_texts)] \
                 + (["--texts", str(args.texts)] if args.texts else []) \
-                + (["--accuracy-only"] if args.accuracy_only else [])
+                + (["--accuracy-only"] if args.accuracy_only else []) \
+                + (["--score-samples", str(args.score_samples)] if args.score_samples else []) \
+                + (["--no-scores"] if row in best and best[row].get("scores") else [])  # scored once
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
             if done.returncode != 0:
                 print(f"{row}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
@@ -344,10 +351,12 @@ def main() -> None:
 
 
 def merge_rounds(prev: dict | None, res: dict) -> dict:
-    """One row's figures over rounds: the best throughput and latency (scores do not change)."""
+    """One row's figures over rounds: the best throughput and latency; the scores of the round
+    that computed them (the first: they do not change)."""
     if prev is None:
         return res
-    return {**res, "texts_per_s": max(prev["texts_per_s"], res["texts_per_s"]), "p50_ms": min(prev["p50_ms"], res["p50_ms"])}
+    return {**res, "scores": res.get("scores") or prev.get("scores"), "texts_per_s": max(prev["texts_per_s"], res["texts_per_s"]),
+            "p50_ms": min(prev["p50_ms"], res["p50_ms"])}
 
 
 def report(best: dict[str, dict], args: argparse.Namespace) -> None:
