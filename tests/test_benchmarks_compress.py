@@ -69,3 +69,14 @@ def test_rounds_keep_the_best_speed_and_the_scores(capsys):
     out = capsys.readouterr().out
     assert "| student-distilled | 0.8000 | 0.8100 | 1.00 | 300 | 0.50 |" in out
     assert "| teacher-fp32 | failed | | | |" in out
+
+
+def test_a_timing_only_run_reports_no_scores(capsys):
+    timed = {**_row("student-distilled", (0.8, 0.81), 300.0), "scores": None}
+    teacher = {**_row("teacher-fp32", (0.817, 0.829), 100.0), "scores": None}
+    args = argparse.Namespace(task="ner", rows=["teacher-fp32", "student-distilled"], threads=2, rounds=2)
+    compress.report({"teacher-fp32": teacher, "student-distilled": timed}, args)
+    out = capsys.readouterr().out
+    assert "| student-distilled | - | - | 1.00 | 300 | 1.00 |" in out
+    assert "distilled - teacher                 - points" in out
+    assert "distilled / teacher fp32 throughput 3.00x" in out
