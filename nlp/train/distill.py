@@ -54,7 +54,7 @@ from nlp.tokenizer import Tokenizer, load_tokenizer
 from nlp.train.distill_losses import RELATIONS, hidden_loss, relation_loss, soft_loss, split_qkv
 
 __all__ = ["DistillationModel", "DistillCollator", "LayerPlan", "prepare_distillation", "teacher_outputs",
-           "resolve_layers", "TEACHER_PREFIX", "AUGMENTED_KEY", "soft_loss", "hidden_loss", "relation_loss"]
+           "resolve_layers", "TEACHER_PREFIX", "AUGMENTED_KEY"]
 
 logger = logging.getLogger(__name__)
 

@@ -39,8 +39,6 @@ import torch
 
 from nlp._common import ConfigError, DataError, atomic_write, current_umask
 from nlp.models import PreTrainedEncoder
-from nlp.tasks.model_dirs import locate_model
-from nlp.tokenizer import load_tokenizer
 from nlp.train.vocab_pruning import stored_dtype
 
 __all__ = ["WidthImportance", "WidthPruneResult", "width_importance", "prune_model_width", "prune_width",
@@ -122,17 +120,20 @@ def width_importance(model: PreTrainedEncoder, batches: Iterable[Mapping[str, to
     return WidthImportance(heads=heads, neurons=neurons, batches=n_batches, examples=n_examples)
 
 
-def kept_count(share: float, total: int, what: str) -> int:
-    """How many of `total` a share in (0, 1] keeps (at least one)."""
+def _check_share(share: float, what: str) -> None:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise ConfigError(f"the share of {what} to keep must be in (0, 1], got {share!r} (1 keeps them all)")
+
+
+def kept_count(share: float, total: int, what: str) -> int:
+    """How many of `total` a share in (0, 1] keeps (at least one)."""
+    _check_share(share, what)
     return max(1, min(total, round(total * share)))
 
 
 def _top(scores: torch.Tensor, k: int) -> torch.Tensor:
     """The indices of the k highest scores, in their original order (ties: the lower index)."""
-    order = sorted(range(len(scores)), key=lambda j: (-float(scores[j]), j))
-    return torch.tensor(sorted(order[:k]), dtype=torch.long)
+    return torch.sort(scores, descending=True, stable=True).indices[:k].sort().values
 
 
 def prune_model_width(model: PreTrainedEncoder, importance: WidthImportance, *, heads: float = 1.0,
@@ -197,21 +198,20 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     out = Path(out).expanduser()
     if out.exists():
         raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
-    kept_count(heads, 10**6, "heads")  # refuse a bad share before any work
-    kept_count(neurons, 10**6, "neurons")
+    _check_share(heads, "heads")  # refused before any work
+    _check_share(neurons, "neurons")
     if heads == 1 and neurons == 1:
         raise ConfigError("--heads 1 and --neurons 1 keep every head and neuron: nothing to prune; give the share "
                           "to keep, e.g. --heads 0.5 --neurons 0.5")
     for name, value in (("--examples", examples), ("--batch-size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} {value!r}: give a positive number")
-    where = locate_model(source, task)
     scoring, model = scoring_split(source, data, split=split, task=task)
     batches, n = _ranking_batches(scoring, examples, batch_size, seed)
     logger.info("ranking heads and neurons on %d examples of %s %s", n, scoring.data, scoring.split)
     importance = width_importance(model, batches)
     pruned, kept = prune_model_width(model, importance, heads=heads, neurons=neurons)
-    pruned = pruned.to(stored_dtype(where.model_dir / "model.safetensors"))
+    pruned = pruned.to(stored_dtype(scoring.model_dir / "model.safetensors"))
     record = {"source": str(source), "data": f"{scoring.data} {scoring.split}", "examples": n, "seed": seed,
               "importance": "sum over batches of |dL/dgate| (Michel et al. 2019)",
               "heads_before": model.config.num_attention_heads, "heads_after": pruned.config.num_attention_heads,
@@ -222,7 +222,7 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     try:
         os.chmod(tmp, 0o777 & ~current_umask())
         pruned.save_pretrained(tmp)
-        load_tokenizer(where.model_dir).save_pretrained(tmp)
+        scoring.tokenizer.save_pretrained(tmp)
         with atomic_write(tmp / PRUNING_FILE, "w", encoding="utf-8") as f:
             f.write(json.dumps(record, indent=1) + "\n")
         os.replace(tmp, out)
