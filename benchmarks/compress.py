@@ -11,8 +11,9 @@ and speed.
 
 --task sentiment: the teacher is nlp/assets/ernie-tiny-zh-sentiment (6 layers), the students runs
 of recipes/sentiment-reviews.yaml with model.layer_map, with and without distill:; scored by
-accuracy on reviews-zh's test split. --task ner: the teacher is nlp/assets/ernie-tiny-zh-ner
-(6 layers), the students runs of recipes/ner-zh.yaml; scored by entity F1 on the test splits of
+accuracy on reviews-zh's test split. --task ner: the teacher is the 6-layer model of
+recipes/ner-zh.yaml (--teacher DIR: the shipped ernie-tiny-zh-ner is the 3-layer student distilled
+from it), the students runs of recipes/ner-zh.yaml; scored by entity F1 on the test splits of
 zh-ner and peoples-daily-1998-ner (as `nlp evaluate` scores them). See docs/compress.md for the
 commands. Rows (each task runs its own subset, `TASKS[...].rows`):
     teacher-fp32        our PyTorch path, fp32
@@ -72,7 +73,7 @@ ROW_PLAN = {
 class Task:
     """What one --task compares: its shipped teacher, its data, its metric, its rows."""
 
-    teacher: str                           # directory under nlp/assets
+    teacher: str | None                    # directory under nlp/assets; None: not shipped, give --teacher
     dataset: str                           # test texts (timing), calibration (its dev split), vocabulary pruning
     scored: tuple[tuple[str, str], ...]    # (dataset, split): one metric column each
     metric: str                            # "accuracy" (from the timed batches' argmax) or the task's metric key
@@ -87,7 +88,8 @@ TASKS = {
                        "width-pruned-int8-dyn"),
                       "runs/compress-bench"),
     # ernie-tiny-zh's 7,000 characters: pruning saves ~7% (docs/compress.md), so no pruned row
-    "ner": Task("ernie-tiny-zh-ner", "zh-ner", (("zh-ner", "test"), ("peoples-daily-1998-ner", "test")), "f1",
+    # the shipped ernie-tiny-zh-ner is the 3-layer student; its 6-layer teacher is a run of recipes/ner-zh.yaml
+    "ner": Task(None, "zh-ner", (("zh-ner", "test"), ("peoples-daily-1998-ner", "test")), "f1",
                 ("teacher-fp32", "teacher-bf16", "teacher-int8-dyn", "teacher-int8-static", "student-plain",
                  "student-distilled", "distilled-bf16", "distilled-int8-dyn", "distilled-int8-static"),
                 "runs/compress-bench-ner"),
@@ -97,6 +99,9 @@ TASKS = {
 def _teacher(task: Task = TASKS["sentiment"]) -> Path:
     import nlp
 
+    if task.teacher is None:
+        raise SystemExit("this task's teacher is not shipped: give --teacher, the 6-layer model directory that "
+                         "recipes/ner-zh.yaml trains (docs/compress.md, the NER student)")
     return Path(nlp.__file__).parent / "assets" / task.teacher
 
 
@@ -113,9 +118,11 @@ def _texts(rows) -> list[str]:
 
 
 def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentiment"],
-            rows: tuple[str, ...] | None = None, width: Path | None = None) -> dict[str, Path]:
+            rows: tuple[str, ...] | None = None, width: Path | None = None,
+            teacher: Path | None = None) -> dict[str, Path]:
     """Each row's model: a model directory (PyTorch rows) or an export directory (built once into
-    `work`, reused by later calls)."""
+    `work`, reused by later calls). `teacher`: a model or run directory in place of the task's
+    shipped model."""
     from nlp.deploy import export_model
     from nlp.tasks.model_dirs import find_model_dir
     from nlp.train.calibration import calibration_split
@@ -123,7 +130,7 @@ def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentim
 
     work.mkdir(parents=True, exist_ok=True)
     rows = rows or task.rows
-    models = {"teacher": lambda: _teacher(task), "plain": lambda: find_model_dir(plain),
+    models = {"teacher": lambda: find_model_dir(teacher) if teacher else _teacher(task), "plain": lambda: find_model_dir(plain),
               "distilled": lambda: find_model_dir(distilled), "width": lambda: find_model_dir(width)}
 
     def pruned() -> Path:
@@ -305,6 +312,9 @@ def main() -> None:
     p.add_argument("--task", default="sentiment", choices=list(TASKS))
     p.add_argument("--plain-run", default="runs/student-plain")
     p.add_argument("--distilled-run", default="runs/student-distilled")
+    p.add_argument("--teacher", default=None,
+                   help="the teacher's model or run directory (default: the task's shipped model; for --task ner the "
+                        "6-layer model of recipes/ner-zh.yaml, which ernie-tiny-zh-ner was distilled from)")
     p.add_argument("--width-run", default="runs/sentiment-narrow-ft",
                    help="the width-pruned teacher, re-trained (docs/compress.md, width pruning)")
     p.add_argument("--work-dir", default=None,
@@ -340,7 +350,8 @@ def main() -> None:
         args.rounds, args.texts, args.latency_texts, args.score_samples = 1, 64, 10, 64
     if args.accuracy_only:
         args.rounds = 1
-    paths = prepare(work, Path(args.plain_run), Path(args.distilled_run), task, tuple(args.rows), Path(args.width_run))
+    paths = prepare(work, Path(args.plain_run), Path(args.distilled_run), task, tuple(args.rows), Path(args.width_run),
+                    Path(args.teacher) if args.teacher else None)
     if args.prepare_only:
         for row, path in paths.items():
             print(f"{row}: {path}")

@@ -66,6 +66,17 @@ def _check_name(name: str, base: str | None) -> None:
                               f"model's name ({base!r}), e.g. '{base}-ner'")
 
 
+def _origin(base: str | None, base_card: Any, how_made: str | None) -> str:
+    """What the card's description says the model was fine-tuned from: a registered base model by
+    its name; a local directory (a pruned or distilled model on the maintainer's disk) by what it
+    is, never by a path that means nothing on the user's machine."""
+    if base and base_card is not None:
+        return base
+    if base:
+        return "a compressed model (its README: How it was made)" if how_made else "a local model"
+    return "a model trained from scratch"
+
+
 def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None = None,
          assets_dir: str | os.PathLike | None = None, cards_file: str | os.PathLike | None = None,
          package: str = "nlp", weights: str = "fp16", how_made: str = "") -> ShipResult:
@@ -110,7 +121,8 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
         card = builtin_card(
             name, digests, package=package, path=f"{assets.name}/{name}", architecture=run.config.get("model_type", "ernie"),
             heads=[run.task], license=license,
-            description=f"{base or 'a model'} fine-tuned for {run.task} on {run.dataset or 'local files'}{labels}"
+            description=f"{_origin(base, base_card, how_made)} fine-tuned for {run.task} on "
+                        f"{run.dataset or 'local files'}{labels}"
                         + (f"; {figures}" if figures else "") + ".")
         if final.exists():
             old = final.with_name(f".{name}.old-{os.getpid()}")

@@ -117,6 +117,7 @@ def test_the_card_of_a_distilled_model_that_is_no_default_says_what_it_is(runs, 
     shutil.copytree(runs["text-classification"], run)
     recipe = yaml.safe_load((run / "recipe.yaml").read_text())
     recipe["distill"] = {"teacher": "runs/sentiment-reviews", "temperature": 2.0}
+    recipe["model"]["name"] = "/home/maintainer/runs/narrow"  # a local directory: meaningless to users
     (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     pkg, root = package
     how = tmp_path / "how.md"
@@ -129,6 +130,10 @@ def test_the_card_of_a_distilled_model_that_is_no_default_says_what_it_is(runs, 
     readme = (root / "assets" / "ernie-tiny-zh-sentiment-small" / "README.md").read_text()
     assert "| distilled from | `runs/sentiment-reviews` (the recipe's distill: section) |" in readme
     assert "default of the task" not in readme and 'model="ernie-tiny-zh-sentiment-small")' in readme
+    card = yaml.safe_load((root / "cards.yaml").read_text())["cards"][-1]
+    assert card["description"].startswith("a compressed model (its README: How it was made) fine-tuned for "
+                                          "text-classification on reviews-zh")
+    assert "/home/maintainer" not in card["description"]
     made = readme.split("## How it was made", 1)[1]
     assert made.index("nlp prune-width runs/sentiment-reviews") < made.index("nlp finetune RECIPE.yaml")
     assert main(["hub", "ship", str(run), "--name", "ernie-tiny-zh-sentiment-x", "--license", "mit",
