@@ -130,8 +130,9 @@ def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentim
 
     work.mkdir(parents=True, exist_ok=True)
     rows = rows or task.rows
-    models = {"teacher": lambda: find_model_dir(teacher) if teacher else _teacher(task), "plain": lambda: find_model_dir(plain),
-              "distilled": lambda: find_model_dir(distilled), "width": lambda: find_model_dir(width)}
+    models = {"teacher": lambda: find_model_dir(teacher) if teacher else _teacher(task),
+              "plain": lambda: find_model_dir(plain), "distilled": lambda: find_model_dir(distilled),
+              "width": lambda: find_model_dir(width)}
 
     def pruned() -> Path:
         target = work / "distilled-pruned"
