@@ -30,7 +30,9 @@ from nlp.tasks.lexical import (
     read_user_dictionary,
     words_from_tags,
 )
+from nlp.tasks.lexical.tags import words_from_tag_ids
 from nlp.tasks.ner import get_entities
+from nlp.tasks.ner.preprocess import visible_characters
 
 LABELS = lexical_labels()
 ALPHABET = "我爱北京天安门江泽民在发表讲话，。 \u3000\t😀ＡＢＣ１９AbC2024\u200b\u200d\ufeff-"
@@ -57,6 +59,23 @@ def test_words_never_hold_white_space_and_untagged_characters_are_kept():
     assert words_from_tags(text, tags) == [(0, 1, "ns"), (2, 5, "ns")]
     # an untagged character outside any word is a symbol of its own
     assert words_from_tags("\u200b人", [None, "S-n"]) == [(0, 1, "w"), (1, 2, "n")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, len(LABELS) - 1), max_size=40))
+def test_words_from_tag_ids_equal_words_from_tags(ids):
+    """The numpy path of fully tagged texts without white space, on any id sequence (malformed
+    ones too: I after E, E without B, a POS change inside a word)."""
+    text = "字" * len(ids)
+    assert words_from_tag_ids(np.array(ids, dtype=np.int64), LABELS) == words_from_tags(text, [LABELS[i] for i in ids])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=ALPHABET + "\xa0\x1c\x1f\u2028\u2029\u0085\u180e\r\n\v\f", max_size=30))
+def test_visible_characters_are_every_character_but_white_space(text):
+    offsets, chars = visible_characters(text)
+    assert offsets == [i for i, c in enumerate(text) if not c.isspace()]
+    assert chars == [text[i] for i in offsets]
 
 
 def test_entities_follow_the_ner_datasets_name_rule():

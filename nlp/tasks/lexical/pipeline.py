@@ -39,10 +39,12 @@ from nlp.tasks.lexical.tags import (
     SYMBOL_POS,
     Word,
     entities_from_words,
+    words_from_tag_ids,
     words_from_tags,
 )
 from nlp.tasks.lexical.userdict import UserDictionary, UserDictSource
 from nlp.tasks.ner.heads import decode_constrained_rows, decode_tags
+from nlp.tasks.ner.preprocess import visible_characters
 
 __all__ = ["LexicalAnalysisPipeline", "PosTaggingPipeline", "SegmentationPipeline"]
 
@@ -111,12 +113,15 @@ class LexicalAnalysisPipeline(Pipeline):
         stride = max(1, room // 4) if stride is None else stride
         if isinstance(stride, bool) or not isinstance(stride, int) or not 0 <= stride < room:
             raise ConfigError(f"stride={stride!r} must be an int in [0, {room}) for max_length={self.max_length}")
-        chars = [[i for i, c in enumerate(t) if not c.isspace()] for t in texts]
-        emissions = self._emissions([[texts[k][i] for i in chars[k]] for k in range(len(texts))], stride)
+        visible = [visible_characters(t) for t in texts]  # (offsets, characters): each one a word
+        emissions = self._emissions([characters for _, characters in visible], stride)
         tags = self._decode(emissions)
         out = []
-        for text, positions, em, ids in zip(texts, chars, emissions, tags):
-            words = words_from_tags(text, self._char_tags(len(text), positions, em[1], ids))
+        for text, (positions, _), em, ids in zip(texts, visible, emissions, tags):
+            if len(positions) == len(text) and em[1].all():  # no white space, every character tagged
+                words = words_from_tag_ids(np.asarray(ids, dtype=np.int64), self._names)
+            else:
+                words = words_from_tags(text, self._char_tags(len(text), positions, em[1], ids))
             if len(self.user_dict):
                 words = self._apply_user_dict(text, words, positions, em)
             out.append(words)

@@ -16,6 +16,7 @@ from nlp.tasks.backend import CRF_KEYS
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.postprocess import tags_to_entities
+from nlp.tasks.ner.preprocess import visible_characters
 
 __all__ = ["TokenClassificationPipeline"]
 
@@ -38,17 +39,17 @@ class TokenClassificationPipeline(Pipeline):
         stride = max(1, room // 4) if stride is None else stride
         if not 0 <= stride < room:
             raise ConfigError(f"stride={stride} must be in [0, {room}) for max_length={self.max_length}")
-        words = [[(i, c) for i, c in enumerate(t) if not c.isspace()] for t in batch]
+        visible = [visible_characters(t) for t in batch]  # (offsets, characters): each one a word
         # per text and word: the best window's (centrality, tag id, prob); centrality -1: not seen
-        best = [_Best(len(ws)) for ws in words]
-        todo = [i for i, ws in enumerate(words) if ws]  # a text without words has no entities
+        best = [_Best(len(offsets)) for offsets, _ in visible]
+        todo = [i for i, (offsets, _) in enumerate(visible) if offsets]  # a text without words has no entities
         if todo:
-            self._tag_words([[c for _, c in words[i]] for i in todo], [best[i] for i in todo], stride)
+            self._tag_words([visible[i][1] for i in todo], [best[i] for i in todo], stride)
         id2label = self.config.id2label
         results = []
-        for text, ws, seen in zip(batch, words, best):
+        for text, (offsets, _), seen in zip(batch, visible, best):
             tags, scores = seen.tags_and_scores(id2label)
-            spans = [(i, i + 1) for i, _ in ws]
+            spans = [(i, i + 1) for i in offsets]
             results.append(tags_to_entities(text, tags, spans, scores))
         return results[0] if single else results
 

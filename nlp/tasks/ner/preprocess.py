@@ -27,15 +27,27 @@ entities of the cut-off tails). `long_sentences="truncate"` keeps the head of ea
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nlp._common import DataError, did_you_mean
 from nlp.tokenizer import Tokenizer
 
-__all__ = ["align_labels", "preprocess_ner", "word_tags_from_tokens"]
+__all__ = ["align_labels", "preprocess_ner", "visible_characters", "word_tags_from_tokens"]
 
 logger = logging.getLogger(__name__)
+
+_WHITE_SPACE = re.compile(r"\s")  # re's \s is str.isspace() (both Py_UNICODE_ISSPACE)
+
+
+def visible_characters(text: str) -> tuple[list[int], list[str]]:
+    """What a character-level pipeline (NER, lexical analysis) feeds the model of a raw text:
+    the offsets and the characters that are not white space, each one a word of its own."""
+    if not _WHITE_SPACE.search(text):  # most texts: every character, without a Python loop
+        return list(range(len(text))), list(text)
+    offsets = [i for i, c in enumerate(text) if not c.isspace()]
+    return offsets, [text[i] for i in offsets]
 
 
 def _b_to_i(label_names: Sequence[str] | None) -> dict[int, int]:
