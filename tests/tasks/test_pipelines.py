@@ -266,6 +266,26 @@ def test_pipelines_do_not_import_onnxruntime():
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
 
 
+def test_a_cpu_torch_pipeline_rounds_batch_lengths_by_default(dirs):
+    """oneDNN builds kernels per GEMM shape: a PyTorch model on the CPU pads each batch to a
+    multiple of CPU_PAD_MULTIPLE unless told otherwise; another backend takes lengths as they come."""
+    from nlp.tasks.backend import TorchBackend
+    from nlp.tasks.base_pipeline import CPU_PAD_MULTIPLE
+
+    d = dirs["wordpiece"]["token-classification"]  # a model of 130 positions
+    assert CPU_PAD_MULTIPLE == 8 and pipeline("ner", model=d, max_length=128).pad_to_multiple_of == 8
+    assert pipeline("ner", model=d, max_length=121).pad_to_multiple_of == 8  # rows of 121 pad to 128
+    # where the rounded length would pass the model's positions (130 -> 136), every length is kept
+    assert pipeline("ner", model=d).max_length == 130 and pipeline("ner", model=d).pad_to_multiple_of is None
+    assert pipeline("ner", model=d, max_length=128, pad_to_multiple_of=None).pad_to_multiple_of is None
+    assert pipeline("ner", model=d, max_length=128, pad_to_multiple_of=16).pad_to_multiple_of == 16
+    counting = _CountingBackend(TorchBackend(ErnieForTokenClassification.from_pretrained(d)))
+    assert pipeline("ner", model=counting, tokenizer=d, max_length=128).pad_to_multiple_of is None
+    rounded = pipeline("ner", model=counting, tokenizer=d, batch_size=3, max_length=128, pad_to_multiple_of=8)
+    rounded(TEXTS)
+    assert counting.rows and all(shape[1] % 8 == 0 for shape in counting.rows)
+
+
 @pytest.mark.parametrize("task", ["text-classification", "token-classification", "question-answering"])
 def test_padding_to_a_multiple_changes_shapes_not_results(dirs, task):
     """What a server uses to keep batch shapes few: rows padded up to a multiple of 16, outputs as

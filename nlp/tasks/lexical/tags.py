@@ -17,6 +17,7 @@ Words are ``(start, end, pos)`` character offsets, ``end`` exclusive.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -127,14 +128,9 @@ class _TagTable:
         self.pos = [n.partition("-")[2] or SYMBOL_POS for n in names]
 
 
-_TAG_TABLES: dict[tuple[str, ...], _TagTable] = {}
-
-
+@functools.lru_cache(maxsize=16)
 def _tag_table(names: tuple[str, ...]) -> _TagTable:
-    table = _TAG_TABLES.get(names)
-    if table is None:
-        table = _TAG_TABLES[names] = _TagTable(names)
-    return table
+    return _TagTable(names)
 
 
 def entities_from_words(words: Sequence[Word]) -> list[tuple[str, int, int]]:
