@@ -30,7 +30,7 @@ from nlp.models import (ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_bf16
 from nlp.models.fast_paths import gemm_row_bucket
 from nlp.deploy.server_config import PRECISIONS
 from nlp.tasks.model_dirs import locate_model, run_recipe
-from nlp.tasks.base_pipeline import Pipeline
+from nlp.tasks.base_pipeline import Pipeline, fitting_pad_multiple
 from nlp.tasks.registry import TaskSpec, get_task
 
 __all__ = ["PAD_MULTIPLE", "ServingModel", "backend_advice", "check_servable", "load_pipeline_for_serving",
@@ -90,8 +90,7 @@ def serving_pad_multiple(max_length: int, max_positions: int) -> int | None:
     warm-up. Rounding lengths up to a multiple of 16 leaves max_length / 16 shapes, which the
     warm-up builds before the server is ready; the extra padding costs at most 15 tokens a row.
     No rounding where it would exceed the position embeddings."""
-    padded = -(-max_length // PAD_MULTIPLE) * PAD_MULTIPLE
-    return PAD_MULTIPLE if padded <= max_positions else None
+    return fitting_pad_multiple(PAD_MULTIPLE, max_length, max_positions)
 
 
 def padded_lengths(pipe: Pipeline) -> list[int]:

@@ -50,7 +50,7 @@ from nlp.models import PreTrainedEncoder
 from nlp.tasks.backend import Backend, TorchBackend
 from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
 
-__all__ = ["Pipeline", "MODEL_INPUTS", "as_batch", "check_unicode"]
+__all__ = ["Pipeline", "MODEL_INPUTS", "CPU_PAD_MULTIPLE", "as_batch", "check_unicode", "fitting_pad_multiple"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,7 @@ class Pipeline:
         onnxruntime and GPUs take every length as it comes."""
         if not isinstance(self.backend, TorchBackend) or self.device.type != "cpu":
             return None
-        padded = -(-self.max_length // CPU_PAD_MULTIPLE) * CPU_PAD_MULTIPLE
-        return CPU_PAD_MULTIPLE if padded <= self.config.max_position_embeddings else None
+        return fitting_pad_multiple(CPU_PAD_MULTIPLE, self.max_length, self.config.max_position_embeddings)
 
     @property
     def pad_to_multiple_of(self) -> int | None:
@@ -144,12 +143,11 @@ class Pipeline:
         if multiple is not None:
             if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
                 raise ConfigError(f"pad_to_multiple_of must be a positive int or None, got {multiple!r}")
-            padded = -(-self.max_length // multiple) * multiple
             positions = self.config.max_position_embeddings
-            if padded > positions:
+            if fitting_pad_multiple(multiple, self.max_length, positions) is None:
                 raise ConfigError(f"pad_to_multiple_of={multiple} pads rows of max_length={self.max_length} "
-                                  f"to {padded} tokens, past the model's {positions} positions; give a "
-                                  f"max_length of at most {positions // multiple * multiple}")
+                                  f"to {_round_up(self.max_length, multiple)} tokens, past the model's {positions} "
+                                  f"positions; give a max_length of at most {positions // multiple * multiple}")
         self._pad_to_multiple_of = multiple
         self._collate = self._make_collator(multiple)
 
@@ -182,6 +180,16 @@ class Pipeline:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(task={self.task!r}, backend={self.backend!r}, "
                 f"batch_size={self.batch_size}, max_length={self.max_length})")
+
+
+def _round_up(length: int, multiple: int) -> int:
+    return -(-length // multiple) * multiple
+
+
+def fitting_pad_multiple(multiple: int, max_length: int, max_positions: int) -> int | None:
+    """`multiple`, where rows of `max_length` tokens padded up to a multiple of it still fit the
+    model's `max_positions` position embeddings; else None (pad to the longest row)."""
+    return multiple if _round_up(max_length, multiple) <= max_positions else None
 
 
 def as_batch(inputs: Any, what: str) -> tuple[list[str], bool]:

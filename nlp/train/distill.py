@@ -432,23 +432,24 @@ def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder
     d = recipe.distill
     teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names)
     plan = resolve_layers(d, student, teacher)  # a layer either model lacks: refused before any pass
-    keys: tuple[str, ...] = ()
+    originals = len(train_features)
     if d.augment is not None:
-        originals = len(train_features)
         train_features = train_features + _augmented_features(recipe, spec, train_examples, featurize)
-        train_features = [{**f, AUGMENTED_KEY: int(i >= originals)} for i, f in enumerate(train_features)]
-        keys = (AUGMENTED_KEY,)
     # soft_weight 0: nothing of the teacher's outputs is learned, so nothing is cached
     targets = spec.distill_targets(student.config) if d.soft_weight > 0 else {}
     per_token = tuple(n for n in targets if spec.export_outputs.get(n, ())[1:2] == ("sequence",))
     logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(targets),
                 len(train_features))
-    plain = [{k: v for k, v in f.items() if k != AUGMENTED_KEY} for f in train_features]
-    cached = (teacher_outputs(teacher, plain, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
+    cached = (teacher_outputs(teacher, train_features, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
                               per_token, spec.label_keys) if targets else [{} for _ in train_features])
-    features = [{**f, **{TEACHER_PREFIX + k: v for k, v in c.items()}} for f, c in zip(train_features, cached)]
     if targets:
-        _check_shapes(student, spec, tokenizer, plain[:2], cached[:2], per_token)
+        _check_shapes(student, spec, tokenizer, train_features[:2], cached[:2], per_token)
+    features = [{**f, **{TEACHER_PREFIX + k: v for k, v in c.items()}} for f, c in zip(train_features, cached)]
+    keys: tuple[str, ...] = ()
+    if d.augment is not None:  # flagged after the teacher's pass, which takes model inputs alone
+        for i, f in enumerate(features):
+            f[AUGMENTED_KEY] = int(i >= originals)
+        keys = (AUGMENTED_KEY,)
     model = DistillationModel(student, targets, temperature=d.temperature, soft_weight=d.soft_weight,
                               hard_weight=d.hard_weight, hidden_weight=d.hidden_weight,
                               relation_weight=d.relation_weight, layers=plan, label_keys=spec.label_keys,
