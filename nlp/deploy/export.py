@@ -188,7 +188,7 @@ def _write_onnx(model: PreTrainedEncoder, spec: TaskSpec, batch: dict[str, np.nd
     import onnx
 
     task = spec.name
-    inputs, outputs = spec.export_inputs, spec.export_outputs
+    inputs, outputs = spec.export_inputs, spec.model_outputs(model.config)
     wrapper = _ExportWrapper(model, tuple(inputs), tuple(outputs)).eval()
     example = tuple(torch.from_numpy(batch[name][:2]) for name in inputs)  # batch 2: not specialised to 1
     dynamic = _dynamic_shapes(spec, model.config.max_position_embeddings)
@@ -248,8 +248,8 @@ class _LogWriter:
         pass
 
 
-def _shapes(spec: TaskSpec, num_labels: int) -> tuple[list[dict], list[dict]]:
-    outputs = spec.export_outputs
+def _shapes(spec: TaskSpec, config: Any) -> tuple[list[dict], list[dict]]:
+    outputs, num_labels = spec.model_outputs(config), config.num_labels
     ins = [{"name": n, "dtype": "int64", "shape": list(axes)} for n, axes in spec.export_axes().items()]
     outs = [{"name": n, "dtype": "float32", "shape": [num_labels if a == "num_labels" else a for a in axes]}
             for n, axes in outputs.items()]
@@ -490,7 +490,7 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
         recipe = "recipe.yaml"
         shutil.copyfile(model_dir.parent / "recipe.yaml", tmp / recipe)
-    ins, outs = _shapes(spec, model.config.num_labels)
+    ins, outs = _shapes(spec, model.config)
     manifest: dict[str, Any] = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
         "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs, "crf": crf_file,

@@ -234,6 +234,11 @@ class TaskSpec:
 
     # ------------------------------------------------------------------ export
 
+    def model_outputs(self, config: Any) -> dict[str, tuple[str, ...]]:
+        """The outputs a model of this task exports, with their axis names: `export_outputs`,
+        unless the model's config adds some (an embedding model with lexical weights)."""
+        return dict(self.export_outputs)
+
     def export_axes(self) -> dict[str, tuple[str, ...]]:
         """Each export input's axis names (`export_input_axes`, else (batch, sequence))."""
         axes = self.export_input_axes or {}

@@ -378,6 +378,11 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         raise ConfigError(f"train.eval.metric={settings.eval.metric!r} needs a labelled dev split; "
                           "set data.dev_split or train.eval.metric: loss")
     tokenizer = _build_tokenizer(recipe, data.splits["train"], loaders, run_dir, spec=spec)
+    if recipe.data.max_length > tokenizer.model_max_length:
+        # Fine-tuned on longer inputs than its tokenizer says (ernie-tiny-zh was pretrained on 128
+        # tokens): the run's tokenizer records the length the model now works at, or its
+        # pipelines would cut every window at the old length.
+        tokenizer.model_max_length = recipe.data.max_length
     # The new head's weights (or the whole model's, model.init=random) come from the seed, so
     # the same recipe gives the same run; a resumed run loads its weights from the checkpoint.
     set_seed(settings.seed)

@@ -24,3 +24,22 @@ def info_nce_worker(rank: int, world: int, port: int, q, p, out_dir: str) -> Non
     finally:
         dist.barrier()
         dist.destroy_process_group()
+
+
+def hybrid_info_nce_worker(rank: int, world: int, port: int, q, p, qs, ps, out_dir: str) -> None:
+    """The same for the hybrid loss of a model with lexical weights (dense and sparse vectors)."""
+    import torch.distributed as dist
+
+    from nlp.tasks.embedding.heads import hybrid_info_nce
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        sizes = [3, 2]
+        start = sum(sizes[:rank])
+        local = [t[start:start + sizes[rank]].clone().requires_grad_(True) for t in (q, p, qs, ps)]
+        loss = hybrid_info_nce(local[0], local[1], None, local[2], local[3], None, 0.1)
+        (loss * sizes[rank] / sum(sizes)).backward()
+        torch.save({"loss": loss.detach(), "grads": [t.grad for t in local]}, f"{out_dir}/rank{rank}.pt")
+    finally:
+        dist.barrier()
+        dist.destroy_process_group()

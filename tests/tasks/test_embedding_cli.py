@@ -116,6 +116,8 @@ def test_it_serves_tei_routes(run):
             bad = httpx.post(url + route, json=body, timeout=60)
             assert bad.status_code == 422, (body, bad.text)
             assert bad.json()["error_type"] == "Validation" and match in bad.json()["error"], bad.json()
+        dense = httpx.post(url + "/embed_sparse", json={"inputs": "好"}, timeout=60)  # no lexical weights
+        assert dense.status_code == 422 and "no lexical weights" in dense.json()["error"], dense.text
         pred = httpx.post(url + "/predict", json={"inputs": [TEXTS[2]]}, timeout=60)
         assert pred.status_code == 200 and np.asarray(pred.json()).shape == (1, 256)
         doc = httpx.get(url + "/openapi.json", timeout=30).json()

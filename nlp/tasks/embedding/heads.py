@@ -21,6 +21,16 @@ Inputs are (B, T) texts, or (B, K, T): K texts per example, as the task's featur
 
 `sentence_embedding` is the pooled vector, not normalised (the pipelines and the losses
 normalise; averaging the windows of a long text happens before that).
+
+Lexical weights (config.json `lexical_weights: true`; BGE-M3's sparse retrieval): one linear
+layer maps each token's last hidden state to a weight, relu(w . h + b); a text's sparse vector
+holds, per vocabulary id, the largest weight of that id's tokens ([CLS], [SEP] and padding weigh
+0). Two texts' lexical score is the dot product of their sparse vectors (the weights of the
+tokens they share), and their hybrid score is cosine + lexical score. Training on retrieval
+data then adds InfoNCE on the lexical scores and on the hybrid scores to the dense loss (the
+mean of the three), so exact matches of rare names, which a small model's mean-pooled vector
+blurs, count again. The layer is saved as `lexical_linear.*` (transformers' `AutoModel`
+ignores it and still loads the backbone).
 """
 
 from __future__ import annotations
@@ -35,7 +45,8 @@ import torch.nn.functional as F
 from nlp._common import ConfigError, DataError, atomic_write
 from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
 
-__all__ = ["ErnieForSentenceEmbedding", "SentenceEmbeddingOutput", "POOLING_MODES", "info_nce", "cosent"]
+__all__ = ["ErnieForSentenceEmbedding", "SentenceEmbeddingOutput", "POOLING_MODES", "info_nce", "cosent",
+           "sparse_vectors", "hybrid_info_nce"]
 
 POOLING_MODES = ("mean", "cls")
 DEFAULT_TEMPERATURE = 0.05  # SimCSE's and bge's value: sharp enough that hard negatives matter
@@ -44,10 +55,12 @@ _COSENT_SCALE = 20.0  # CoSENT's lambda: cosines in [-1, 1] scaled to logits
 
 @dataclass
 class SentenceEmbeddingOutput:
-    """`sentence_embedding` (B, H) for (B, T) inputs, (B, K, H) for (B, K, T); `loss` in training."""
+    """`sentence_embedding` (B, H) for (B, T) inputs, (B, K, H) for (B, K, T); `loss` in training;
+    `token_weights` (B, T) / (B, K, T), each token's lexical weight, for a model with them."""
 
     loss: torch.Tensor | None
     sentence_embedding: torch.Tensor
+    token_weights: torch.Tensor | None = None
 
 
 def _gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -87,6 +100,31 @@ def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Te
     return F.cross_entropy(logits, target)
 
 
+def sparse_vectors(input_ids: torch.Tensor, token_weights: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(N, T) token ids and their weights -> (N, vocab_size) sparse vectors as dense rows: per
+    id, the largest weight of its tokens (0 for ids the text lacks). Differentiable."""
+    out = token_weights.new_zeros(input_ids.shape[0], vocab_size)
+    return out.scatter_reduce(1, input_ids.long(), token_weights, reduce="amax", include_self=True)
+
+
+def hybrid_info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,
+                    query_sparse: torch.Tensor, positive_sparse: torch.Tensor, negative_sparse: torch.Tensor | None,
+                    temperature: float) -> torch.Tensor:
+    """The mean of three InfoNCE losses over the same (global) candidates: on cosines, on lexical
+    scores (sparse dot products) and on their sum, each divided by `temperature`."""
+    q = F.normalize(queries.float(), dim=-1)
+    dense_cands, offset = _gather_with_grad(F.normalize(positives.float(), dim=-1))
+    sparse_cands, _ = _gather_with_grad(positive_sparse.float())
+    if negatives is not None and negatives.numel():
+        dense_cands = torch.cat([dense_cands, _gather_with_grad(F.normalize(negatives.float(), dim=-1))[0]])
+        sparse_cands = torch.cat([sparse_cands, _gather_with_grad(negative_sparse.float())[0]])
+    dense = q @ dense_cands.T
+    lexical = query_sparse.float() @ sparse_cands.T
+    target = torch.arange(q.shape[0], device=q.device) + offset
+    losses = [F.cross_entropy(scores / temperature, target) for scores in (dense, lexical, dense + lexical)]
+    return sum(losses) / 3
+
+
 def cosent(first: torch.Tensor, second: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     """CoSENT: log(1 + sum over pairs (i, j) with score_i > score_j of exp(s(cos_j - cos_i)))."""
     cos = F.cosine_similarity(first.float(), second.float(), dim=-1) * _COSENT_SCALE  # (B,)
@@ -110,21 +148,41 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
         temperature = config.extra.setdefault("contrastive_temperature", DEFAULT_TEMPERATURE)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
             raise ConfigError(f"contrastive_temperature must be a positive number, got {temperature!r}")
+        lexical = config.extra.setdefault("lexical_weights", False)
+        if not isinstance(lexical, bool):
+            raise ConfigError(f"lexical_weights must be true or false, got {lexical!r}")
         self.pooling = pooling
         self.temperature = float(temperature)
         self.backbone = ErnieModel(config, add_pooling_layer=False)
+        self.lexical_linear = torch.nn.Linear(config.hidden_size, 1) if lexical else None
         self.post_init()
 
+    @property
+    def has_lexical_weights(self) -> bool:
+        return self.lexical_linear is not None
+
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-              token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, T) token ids -> (B, H) pooled vectors (mean over the attended tokens, or [CLS])."""
+              token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(B, T) token ids -> (B, H) pooled vectors (mean over the attended tokens, or [CLS]),
+        and the (B, T) lexical weights of a model with them (else None)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         x = self.backbone(input_ids, attention_mask, token_type_ids).last_hidden_state  # (B, T, H)
+        weights = self._token_weights(x, attention_mask) if self.lexical_linear is not None else None
         if self.pooling == "cls":
-            return x[:, 0]
+            return x[:, 0], weights
         mask = attention_mask.to(x.dtype).unsqueeze(-1)  # (B, T, 1)
-        return (x * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return (x * mask).sum(1) / mask.sum(1).clamp(min=1.0), weights
+
+    def _token_weights(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """relu(linear(h)) per token; 0 for padding and for each row's first and last attended
+        token (the [CLS] and [SEP] the tokenizer adds)."""
+        weights = torch.relu(self.lexical_linear(hidden).squeeze(-1)).float()  # (B, T)
+        mask = attention_mask.bool()
+        positions = torch.arange(mask.shape[1], device=mask.device)
+        last = mask.long().sum(1, keepdim=True) - 1  # right padding
+        keep = mask & (positions > 0) & (positions[None, :] != last)
+        return weights * keep
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,
@@ -132,13 +190,19 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
         if input_ids.dim() == 2:
             if labels is not None:
                 raise DataError("labels need texts in groups: input_ids of shape (batch, texts, sequence)")
-            return SentenceEmbeddingOutput(loss=None, sentence_embedding=self.embed(input_ids, attention_mask,
-                                                                                   token_type_ids))
+            emb, weights = self.embed(input_ids, attention_mask, token_type_ids)
+            return SentenceEmbeddingOutput(loss=None, sentence_embedding=emb, token_weights=weights)
         if input_ids.dim() != 3:
             raise DataError(f"input_ids must be (batch, sequence) or (batch, texts, sequence), "
                             f"got {tuple(input_ids.shape)}")
         B, K, T = input_ids.shape
-        simcse = K == 1 and self.training and torch.is_grad_enabled()
+        training = self.training and torch.is_grad_enabled()
+        simcse = K == 1 and training
+        if self.lexical_linear is not None and training and (simcse or labels is not None):
+            # (evaluating scored pairs is fine: their loss is CoSENT on the vectors, the metric hybrid)
+            raise ConfigError("lexical_weights: true learns from retrieval pairs (query, positive[, negatives]); "
+                              f"this data has {'scored pairs' if labels is not None else 'single texts'}. Set "
+                              "model.config.lexical_weights=false in the recipe, or train on pairs")
         if simcse:  # two views of each text: the same ids, two dropout masks
             c = self.config
             if not (c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0):
@@ -149,19 +213,32 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
                 None if t is None else t.expand(B, 2, T) for t in (input_ids, attention_mask, token_type_ids))
             K = 2
         flat = [None if t is None else t.reshape(B * K, T) for t in (input_ids, attention_mask, token_type_ids)]
-        emb = self.embed(*flat).view(B, K, -1)  # (B, K, H)
-        loss = self._loss(emb, labels) if K >= 2 else None
+        emb, weights = self.embed(*flat)
+        emb = emb.view(B, K, -1)  # (B, K, H)
+        weights = None if weights is None else weights.view(B, K, T)
+        loss = None
+        if K >= 2:
+            loss = self._loss(emb, labels, input_ids if weights is not None else None, weights)
         if simcse:
             emb = emb[:, :1]
-        return SentenceEmbeddingOutput(loss=loss, sentence_embedding=emb)
+            weights = None if weights is None else weights[:, :1]
+        return SentenceEmbeddingOutput(loss=loss, sentence_embedding=emb, token_weights=weights)
 
-    def _loss(self, emb: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+    def _loss(self, emb: torch.Tensor, labels: torch.Tensor | None, input_ids: torch.Tensor | None,
+              weights: torch.Tensor | None) -> torch.Tensor:
         if labels is not None:
             if emb.shape[1] != 2:
                 raise DataError(f"scored pairs need exactly 2 texts per example, got {emb.shape[1]}")
             return cosent(emb[:, 0], emb[:, 1], labels.reshape(-1))
         negatives = emb[:, 2:].reshape(-1, emb.shape[-1]) if emb.shape[1] > 2 else None
-        return info_nce(emb[:, 0], emb[:, 1], negatives, self.temperature)
+        if weights is None:
+            return info_nce(emb[:, 0], emb[:, 1], negatives, self.temperature)
+        B, K, T = input_ids.shape
+        sparse = sparse_vectors(input_ids.reshape(B * K, T), weights.reshape(B * K, T),
+                                self.config.vocab_size).view(B, K, -1)
+        negative_sparse = sparse[:, 2:].reshape(-1, sparse.shape[-1]) if K > 2 else None
+        return hybrid_info_nce(emb[:, 0], emb[:, 1], negatives, sparse[:, 0], sparse[:, 1], negative_sparse,
+                               self.temperature)
 
     def save_pretrained(self, directory) -> Path:
         """config.json + model.safetensors, plus sentence-transformers' module files."""

@@ -3,7 +3,11 @@
 Both follow the usual definitions (C-MTEB / SentEval): Spearman's rho is Pearson's correlation
 of the ranks, ties sharing their average rank; in retrieval every query has one relevant
 document, `recall@k` is the share of queries whose relevant document ranks in the top k by
-cosine, and MRR the mean of 1/rank (no cut-off).
+cosine (or by hybrid score, cosine + lexical score, for a model with lexical weights), and MRR
+the mean of 1/rank (no cut-off).
+
+A text's lexical (sparse) vector is a pair of arrays: its distinct token ids, ascending, and
+each one's weight (the largest of its tokens' weights; ids of weight 0 are left out).
 """
 
 from __future__ import annotations
@@ -14,7 +18,11 @@ import numpy as np
 
 from nlp._common import DataError
 
-__all__ = ["spearman", "retrieval_metrics", "rank_metrics", "cosine_matrix", "sts_metrics"]
+__all__ = ["spearman", "retrieval_metrics", "rank_metrics", "cosine_matrix", "sts_metrics", "SparseVector",
+           "sparse_vector", "pooled_sparse_vector", "lexical_scores", "lexical_pair_scores"]
+
+SparseVector = tuple[np.ndarray, np.ndarray]  # (distinct token ids ascending, their weights)
+_CHUNK_ROWS = 1024  # rows of a dense (rows, vocabulary) block built at a time
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -58,13 +66,17 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return an @ bn.T
 
 
-def sts_metrics(embeddings_1: np.ndarray, embeddings_2: np.ndarray, gold: Sequence[float]) -> dict[str, float]:
-    """{"spearman"}: of the pairs' cosine similarities against the gold scores."""
+def sts_metrics(embeddings_1: np.ndarray, embeddings_2: np.ndarray, gold: Sequence[float],
+                lexical: tuple[Sequence[SparseVector], Sequence[SparseVector]] | None = None) -> dict[str, float]:
+    """{"spearman"}: of the pairs' cosine similarities (plus their lexical scores, when given)
+    against the gold scores."""
     a = np.asarray(embeddings_1, dtype=np.float32)
     b = np.asarray(embeddings_2, dtype=np.float32)
     norms = np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-12)
-    cos = (a * b).sum(-1) / norms  # pair by pair, not the (n, n) matrix's diagonal
-    return {"spearman": spearman(cos.tolist(), list(gold))}
+    scores = (a * b).sum(-1) / norms  # pair by pair, not the (n, n) matrix's diagonal
+    if lexical is not None:
+        scores = scores + lexical_pair_scores(*lexical)
+    return {"spearman": spearman(scores.tolist(), list(gold))}
 
 
 def rank_metrics(scores: np.ndarray, relevant: Sequence[int], ks: Sequence[int] = (1, 10)) -> dict[str, float]:
@@ -90,10 +102,83 @@ def rank_metrics(scores: np.ndarray, relevant: Sequence[int], ks: Sequence[int] 
 
 
 def retrieval_metrics(queries: np.ndarray, documents: np.ndarray, relevant: Sequence[int],
-                      ks: Sequence[int] = (1, 10)) -> dict[str, float]:
-    """`rank_metrics` of `queries` (n, H) searching `documents` (m, H) by cosine."""
+                      ks: Sequence[int] = (1, 10),
+                      lexical: tuple[Sequence[SparseVector], Sequence[SparseVector]] | None = None) -> dict[str, float]:
+    """`rank_metrics` of `queries` (n, H) searching `documents` (m, H) by cosine, or by hybrid
+    score (cosine + lexical score) when `lexical` gives the queries' and documents' sparse vectors."""
     queries = np.asarray(queries, dtype=np.float32)
     documents = np.asarray(documents, dtype=np.float32)
     if queries.ndim != 2 or documents.ndim != 2 or queries.shape[1] != documents.shape[1]:
         raise DataError(f"queries {queries.shape} and documents {documents.shape} must be (n, H) and (m, H)")
-    return rank_metrics(cosine_matrix(queries, documents), relevant, ks)
+    scores = cosine_matrix(queries, documents)
+    if lexical is not None:
+        scores = scores + lexical_scores(*lexical)
+    return rank_metrics(scores, relevant, ks)
+
+
+def sparse_vector(token_ids: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray) -> SparseVector:
+    """One text's tokens and their lexical weights -> its sparse vector: per distinct id, the
+    largest weight; ids whose weight is 0 (padding, [CLS], [SEP], relu's zeros) are dropped."""
+    ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+    w = np.asarray(weights, dtype=np.float32).reshape(-1)
+    if ids.shape != w.shape:
+        raise DataError(f"{len(ids)} token ids but {len(w)} weights")
+    keep = w > 0
+    ids, w = ids[keep], w[keep]
+    if not len(ids):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    order = np.lexsort((-w, ids))  # by id, the largest weight first within an id
+    ids, w = ids[order], w[order]
+    first = np.ones(len(ids), dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    return ids[first], w[first]
+
+
+def pooled_sparse_vector(windows: Sequence[tuple[Sequence[int], Sequence[float], float]]) -> SparseVector:
+    """A long text's sparse vector from its windows' (token ids, weights, share): the mean of the
+    windows' sparse vectors weighted by their shares (their token counts, as for the text's
+    dense vector). A token that one window of many holds weighs less than in that window alone,
+    so a long document does not outscore a short one by holding more distinct tokens."""
+    parts = [(*sparse_vector(ids, w), float(share)) for ids, w, share in windows]
+    total = sum(share for _, _, share in parts)
+    if not parts or total <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    ids = np.concatenate([i for i, _, _ in parts])
+    values = np.concatenate([w * (share / total) for _, w, share in parts]).astype(np.float64)
+    unique, position = np.unique(ids, return_inverse=True)
+    sums = np.zeros(len(unique), dtype=np.float64)
+    np.add.at(sums, position, values)
+    return unique.astype(np.int64), sums.astype(np.float32)
+
+
+def _dense_block(rows: Sequence[SparseVector], vocab: int) -> np.ndarray:
+    block = np.zeros((len(rows), vocab), dtype=np.float32)
+    for r, (ids, w) in enumerate(rows):
+        block[r, ids] = w
+    return block
+
+
+def lexical_scores(queries: Sequence[SparseVector], documents: Sequence[SparseVector]) -> np.ndarray:
+    """(n, m) lexical scores: the dot products of the queries' and the documents' sparse vectors
+    (the weights of the token ids each pair shares), built in blocks of bounded size."""
+    out = np.zeros((len(queries), len(documents)), dtype=np.float32)
+    ids = [v[0] for v in (*queries, *documents) if len(v[0])]
+    if not ids:
+        return out
+    vocab = int(max(int(i[-1]) for i in ids)) + 1
+    for i in range(0, len(queries), _CHUNK_ROWS):
+        q = _dense_block(queries[i:i + _CHUNK_ROWS], vocab)
+        for j in range(0, len(documents), _CHUNK_ROWS):
+            out[i:i + _CHUNK_ROWS, j:j + _CHUNK_ROWS] = q @ _dense_block(documents[j:j + _CHUNK_ROWS], vocab).T
+    return out
+
+
+def lexical_pair_scores(first: Sequence[SparseVector], second: Sequence[SparseVector]) -> np.ndarray:
+    """(n,) lexical score of each pair (first[i], second[i])."""
+    if len(first) != len(second):
+        raise DataError(f"{len(first)} first texts but {len(second)} second texts")
+    out = np.zeros(len(first), dtype=np.float32)
+    for i, ((ia, wa), (ib, wb)) in enumerate(zip(first, second)):
+        _, ka, kb = np.intersect1d(ia, ib, assume_unique=True, return_indices=True)
+        out[i] = float(wa[ka] @ wb[kb])
+    return out

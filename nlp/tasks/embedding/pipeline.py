@@ -6,12 +6,19 @@
     sim("今天天气很好", ["天气不错", "我饿了"])       # [0.83, 0.12]: cosine per target
     sim.search("天气怎么样", corpus, top_k=5)       # [{"corpus_id", "score", "text"}, ...]
     index = sim.index(corpus); index.save("idx/")  # search a saved index later: sim.search(q, EmbeddingIndex.load("idx/"))
+    emb.lexical_weights("今天天气很好", as_tokens=True)  # {"天": 0.21, ...}: a model with lexical weights
 
 Long texts are cut into overlapping windows of `max_length` tokens; a text's vector is the mean
 of its windows' pooled vectors weighted by their token counts (mean pooling over the whole
 text where windows do not overlap), then normalised. A blank text is an error naming it (an
 embedding of nothing would be the [CLS]/[SEP] vector, a silently wrong answer); `[]` gives an
 empty (0, H) array.
+
+A model trained with lexical weights (config.json `lexical_weights: true`, heads.py) also gives
+each text a sparse vector, {token id: weight}: per window the largest weight of each distinct
+token, and over a long text's windows their mean weighted by token counts, as for its vector. Its similarity pipeline then scores by the hybrid score the model was trained
+on, cosine + lexical score (`scoring="hybrid"`, the default for it); `scoring="dense"` and
+`scoring="lexical"` use one part alone.
 """
 
 from __future__ import annotations
@@ -28,8 +35,11 @@ from nlp._common import ConfigError, DataError, atomic_write
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
+from nlp.tasks.embedding.metrics import SparseVector, lexical_pair_scores, lexical_scores, pooled_sparse_vector
 
-__all__ = ["FeatureExtractionPipeline", "SentenceSimilarityPipeline", "EmbeddingIndex"]
+__all__ = ["FeatureExtractionPipeline", "SentenceSimilarityPipeline", "EmbeddingIndex", "SCORINGS"]
+
+SCORINGS = ("hybrid", "dense", "lexical")
 
 def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
@@ -44,7 +54,14 @@ class FeatureExtractionPipeline(Pipeline):
     def _make_collator(self, multiple: int | None) -> Any:
         return TextGroupCollator(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
 
+    @property
+    def has_lexical_weights(self) -> bool:
+        """Whether the model gives lexical weights (a `token_weights` output)."""
+        return bool(self.config.extra.get("lexical_weights", False))
+
     def _row(self, out: dict[str, np.ndarray], j: int, length: int) -> Any:
+        if "token_weights" in out:
+            return out["sentence_embedding"][j], out["token_weights"][j, :length]
         return out["sentence_embedding"][j]
 
     def __call__(self, texts: str | Sequence[str], *, normalize: bool = True, truncate: bool = False,
@@ -54,21 +71,57 @@ class FeatureExtractionPipeline(Pipeline):
         `truncate`: embed only the first window of a long text (TEI's `truncate`); otherwise
         every window counts. `stride`: tokens shared by consecutive windows (default a quarter)."""
         batch, single = as_batch(texts, "text")
-        check_unicode(batch, "text", single)
-        for i, text in enumerate(batch):
-            if not text.strip():
-                raise DataError(f"{'text' if single else f'text {i}'} is blank; an embedding needs some text "
-                                "(drop blank texts before embedding them)")
-        vectors = self._embed(batch, truncate=truncate, stride=stride)
+        vectors, _ = self._encode(batch, single, truncate=truncate, stride=stride)
         if normalize:
             vectors = _normalise(vectors)
         out = vectors[0] if single else vectors
         return out.tolist() if as_lists else out
 
-    def _embed(self, texts: list[str], *, truncate: bool, stride: int | None) -> np.ndarray:
+    def lexical_weights(self, texts: str | Sequence[str], *, truncate: bool = False, stride: int | None = None,
+                        as_tokens: bool = False) -> Any:
+        """Each text's sparse vector as a dict {token id: weight} (with `as_tokens`, {token:
+        weight}), heaviest first; one dict for one text. Needs a model with lexical weights."""
+        self._need_lexical_weights()
+        return self.encode(texts, truncate=truncate, stride=stride, as_tokens=as_tokens)[1]
+
+    def encode(self, texts: str | Sequence[str], *, normalize: bool = True, truncate: bool = False,
+               stride: int | None = None, as_tokens: bool = False) -> tuple[Any, Any]:
+        """(vectors, lexical weights) in one pass: what `__call__` and `lexical_weights` give,
+        the weights None for a model without them."""
+        batch, single = as_batch(texts, "text")
+        vectors, sparse = self._encode(batch, single, truncate=truncate, stride=stride)
+        if normalize:
+            vectors = _normalise(vectors)
+        weights = None if sparse is None else [self._weights_dict(v, as_tokens) for v in sparse]
+        if single:
+            return vectors[0], None if weights is None else weights[0]
+        return vectors, weights
+
+    def _weights_dict(self, vector: SparseVector, as_tokens: bool) -> dict[Any, float]:
+        ids, weights = vector
+        order = np.argsort(-weights, kind="stable")
+        keys = ([int(i) for i in ids[order]] if not as_tokens
+                else self.tokenizer.convert_ids_to_tokens([int(i) for i in ids[order]]))
+        return {k: float(w) for k, w in zip(keys, weights[order])}
+
+    def _need_lexical_weights(self) -> None:
+        if not self.has_lexical_weights:
+            raise ConfigError("this model has no lexical weights (its config.json lacks lexical_weights: true); "
+                              "fine-tune one with model.config.lexical_weights=true (recipes/embedding-titles.yaml), "
+                              "or use the sentence vectors alone")
+
+    def _encode(self, texts: list[str], single: bool, *, truncate: bool,
+                stride: int | None) -> tuple[np.ndarray, list[SparseVector] | None]:
+        """(N, H) pooled vectors (not normalised), and each text's sparse vector for a model with
+        lexical weights (else None)."""
+        check_unicode(texts, "text", single)
+        for i, text in enumerate(texts):
+            if not text.strip():
+                raise DataError(f"{'text' if single else f'text {i}'} is blank; an embedding needs some text "
+                                "(drop blank texts before embedding them)")
         hidden = self.config.hidden_size
         if not texts:
-            return np.zeros((0, hidden), dtype=np.float32)
+            return np.zeros((0, hidden), dtype=np.float32), ([] if self.has_lexical_weights else None)
         room = self.max_length - 2
         stride = max(1, room // 4) if stride is None else stride
         if not 0 <= stride < room:
@@ -78,26 +131,39 @@ class FeatureExtractionPipeline(Pipeline):
         n_rows = len(enc["input_ids"])
         owner = enc["overflow_to_sample_mapping"] if not truncate else list(range(n_rows))
         rows = [{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in range(n_rows)]
-        pooled = self._forward(rows)
+        outputs = self._forward(rows)
+        lexical = bool(outputs) and isinstance(outputs[0], tuple)
         sums = np.zeros((len(texts), hidden), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)
-        for r, vec in enumerate(pooled):
+        windows: list[list[tuple[list[int], np.ndarray, float]]] = [[] for _ in texts]
+        for r, output in enumerate(outputs):
+            vec = output[0] if lexical else output
             w = float(sum(rows[r].get("attention_mask", [1] * len(rows[r]["input_ids"]))))
             sums[owner[r]] += w * np.asarray(vec, dtype=np.float64)
             weights[owner[r]] += w
-        return (sums / weights[:, None]).astype(np.float32)
+            if lexical:
+                windows[owner[r]].append((rows[r]["input_ids"], output[1], w))
+        vectors = (sums / weights[:, None]).astype(np.float32)
+        if not lexical:
+            return vectors, None
+        return vectors, [pooled_sparse_vector(parts) for parts in windows]
 
 
 class EmbeddingIndex:
-    """Normalised vectors of a corpus with its texts, searchable by cosine and saved to a
-    directory (``vectors.npy`` + ``texts.json``: plain numpy and JSON, loaded without pickle)."""
+    """Normalised vectors of a corpus with its texts (and their sparse vectors, from a model with
+    lexical weights), searchable and saved to a directory: ``vectors.npy`` + ``texts.json``
+    (+ ``lexical.npz``: CSR arrays `indptr`, `ids`, `weights`); plain numpy and JSON, loaded
+    without pickle."""
 
-    def __init__(self, vectors: np.ndarray, texts: Sequence[str]) -> None:
+    def __init__(self, vectors: np.ndarray, texts: Sequence[str], lexical: Sequence[SparseVector] | None = None) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(texts):
             raise DataError(f"an index needs (N, H) vectors for N texts, got {vectors.shape} for {len(texts)}")
+        if lexical is not None and len(lexical) != len(texts):
+            raise DataError(f"an index needs one sparse vector per text, got {len(lexical)} for {len(texts)}")
         self.vectors = _normalise(vectors)
         self.texts = list(texts)
+        self.lexical = None if lexical is None else list(lexical)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -107,6 +173,14 @@ class EmbeddingIndex:
         directory.mkdir(parents=True, exist_ok=True)
         with atomic_write(directory / "vectors.npy", "wb") as f:
             np.save(f, self.vectors, allow_pickle=False)
+        if self.lexical is not None:
+            indptr = np.cumsum([0] + [len(ids) for ids, _ in self.lexical]).astype(np.int64)
+            ids = np.concatenate([i for i, _ in self.lexical] or [np.zeros(0, np.int64)]).astype(np.int64)
+            weights = np.concatenate([w for _, w in self.lexical] or [np.zeros(0, np.float32)]).astype(np.float32)
+            with atomic_write(directory / "lexical.npz", "wb") as f:
+                np.savez(f, indptr=indptr, ids=ids, weights=weights)
+        elif (directory / "lexical.npz").is_file():
+            (directory / "lexical.npz").unlink()  # an earlier index's, saved here by this class: stale now
         with atomic_write(directory / "texts.json", "w", encoding="utf-8") as f:
             json.dump(self.texts, f, ensure_ascii=False)
         return directory
@@ -125,13 +199,30 @@ class EmbeddingIndex:
             raise DataError(f"{directory}: unreadable embedding index ({err})") from None
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise DataError(f"{directory}/texts.json must be a JSON list of strings")
-        return cls(vectors, texts)
+        lexical = _load_lexical(directory / "lexical.npz", len(texts)) if (directory / "lexical.npz").is_file() else None
+        return cls(vectors, texts, lexical)
 
-    def search(self, queries: np.ndarray, top_k: int) -> list[list[tuple[int, float]]]:
-        """Per query vector, the (corpus row, cosine) of the `top_k` best rows, best first."""
+    def search(self, queries: np.ndarray, top_k: int, *, query_lexical: Sequence[SparseVector] | None = None,
+               scoring: str = "dense") -> list[list[tuple[int, float]]]:
+        """Per query, the (corpus row, score) of the `top_k` best rows, best first. `scoring`:
+        "dense" (cosine), "lexical" (lexical score) or "hybrid" (their sum); the last two need
+        the queries' sparse vectors and an index that holds the corpus's."""
+        if scoring not in SCORINGS:
+            raise ConfigError(f"scoring={scoring!r} is not one of {SCORINGS}")
         if not len(self.texts):
             return [[] for _ in range(len(queries))]
-        scores = _normalise(np.asarray(queries, dtype=np.float32)) @ self.vectors.T  # (Q, N)
+        if scoring == "lexical":
+            scores = np.zeros((len(queries), len(self.texts)), dtype=np.float32)
+        else:
+            scores = _normalise(np.asarray(queries, dtype=np.float32)) @ self.vectors.T  # (Q, N)
+        if scoring != "dense":
+            if self.lexical is None:
+                raise ConfigError(f"scoring={scoring!r} needs an index with lexical weights; this one has vectors "
+                                  "only (it was made with a model without them): use scoring='dense', or index the "
+                                  "corpus again with a model that has lexical weights")
+            if query_lexical is None:
+                raise ConfigError(f"scoring={scoring!r} needs the queries' sparse vectors (query_lexical)")
+            scores = scores + lexical_scores(query_lexical, self.lexical)
         k = min(top_k, scores.shape[1])
         out = []
         for row in scores:
@@ -141,17 +232,50 @@ class EmbeddingIndex:
         return out
 
 
+def _load_lexical(path: Path, n_texts: int) -> list[SparseVector]:
+    """The sparse vectors of a saved index's lexical.npz, checked against its texts."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            indptr, ids, weights = (np.asarray(data[k]) for k in ("indptr", "ids", "weights"))
+    except (ValueError, OSError, KeyError) as err:
+        raise DataError(f"{path}: unreadable lexical weights ({err})") from None
+    if (indptr.ndim != 1 or len(indptr) != n_texts + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0)
+            or indptr[-1] != len(ids) or ids.shape != weights.shape or ids.ndim != 1
+            or (len(ids) and ids.min() < 0) or not np.isfinite(weights).all()):
+        raise DataError(f"{path}: the lexical weights do not fit the index's {n_texts} texts (indptr of "
+                        f"{len(indptr)} entries for {len(ids)} ids and {len(weights)} weights); save the index again")
+    ids, weights = ids.astype(np.int64), weights.astype(np.float32)
+    return [(ids[a:b], weights[a:b]) for a, b in zip(indptr[:-1], indptr[1:])]
+
+
 class SentenceSimilarityPipeline(FeatureExtractionPipeline):
-    """Cosine similarity of a source text with target texts, and top-k search over a corpus."""
+    """Similarity of a source text with target texts, and top-k search over a corpus: by cosine,
+    or for a model with lexical weights by the hybrid score (cosine + lexical score)."""
 
     task = "sentence-similarity"
 
-    def __call__(self, source: str | Sequence[str], targets: str | Sequence[str] | None = None,
-                 **kwargs: Any) -> Any:
-        """`sim(source, [t1, t2])` -> [cos, cos]; `sim([a1, a2], [b1, b2])` -> pairwise
-        [cos(a1, b1), cos(a2, b2)]; `sim(a, b)` -> one float."""
+    def _scoring(self, scoring: str | None) -> str:
+        if scoring is None:
+            return "hybrid" if self.has_lexical_weights else "dense"
+        if scoring not in SCORINGS:
+            raise ConfigError(f"scoring={scoring!r} is not one of {SCORINGS}")
+        if scoring != "dense":
+            self._need_lexical_weights()
+        return scoring
+
+    def _texts(self, texts: list[str], single: bool, scoring: str, *, truncate: bool = False,
+               stride: int | None = None) -> tuple[np.ndarray, list[SparseVector] | None]:
+        vectors, sparse = self._encode(texts, single, truncate=truncate, stride=stride)
+        return _normalise(vectors), (sparse if scoring != "dense" else None)
+
+    def __call__(self, source: str | Sequence[str], targets: str | Sequence[str] | None = None, *,
+                 scoring: str | None = None, truncate: bool = False, stride: int | None = None) -> Any:
+        """`sim(source, [t1, t2])` -> [score, score]; `sim([a1, a2], [b1, b2])` -> pairwise
+        [score(a1, b1), score(a2, b2)]; `sim(a, b)` -> one float. The score is the cosine, or
+        with lexical weights cosine + lexical score (`scoring`: "hybrid", "dense", "lexical")."""
         if targets is None:
             raise TypeError("sentence similarity needs targets: sim(source, targets)")
+        scoring = self._scoring(scoring)
         sources, single_source = as_batch(source, "source")
         target_list, single_target = as_batch(targets, "target")
         if not (single_source or len(sources) == len(target_list)):
@@ -159,30 +283,38 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
                             "or as many sources as targets (pairs)")
         if not target_list:
             return []
-        a = FeatureExtractionPipeline.__call__(self, sources, **kwargs)  # one source: (1, H), broadcast
-        b = FeatureExtractionPipeline.__call__(self, target_list, **kwargs)
-        scores = (_normalise(a) * _normalise(b)).sum(-1)
+        a, a_sparse = self._texts(sources, single_source, scoring, truncate=truncate, stride=stride)
+        b, b_sparse = self._texts(target_list, single_target, scoring, truncate=truncate, stride=stride)
+        scores = np.zeros(len(target_list)) if scoring == "lexical" else (a * b).sum(-1)  # one source: broadcast
+        if scoring != "dense":
+            firsts = a_sparse * len(target_list) if single_source else a_sparse
+            scores = scores + lexical_pair_scores(firsts, b_sparse)
         return float(scores[0]) if single_source and single_target else scores.astype(float).tolist()
 
-    def index(self, corpus: Sequence[str], **kwargs: Any) -> EmbeddingIndex:
-        """An `EmbeddingIndex` of `corpus` (save it with `.save(dir)`)."""
+    def index(self, corpus: Sequence[str], *, truncate: bool = False, stride: int | None = None) -> EmbeddingIndex:
+        """An `EmbeddingIndex` of `corpus` (with its sparse vectors for a model with lexical
+        weights; save it with `.save(dir)`)."""
         texts, _ = as_batch(corpus, "corpus text")
-        return EmbeddingIndex(FeatureExtractionPipeline.__call__(self, texts, **kwargs), texts)
+        vectors, sparse = self._encode(texts, False, truncate=truncate, stride=stride)
+        return EmbeddingIndex(vectors, texts, sparse)
 
     def search(self, query: str | Sequence[str], corpus: Sequence[str] | EmbeddingIndex | str | os.PathLike,
-               top_k: int = 10, **kwargs: Any) -> Any:
-        """The `top_k` corpus texts closest to the query by cosine: [{"corpus_id", "score",
-        "text"}, ...], best first (a list of such lists for a list of queries). `corpus`: texts,
-        an `EmbeddingIndex`, or the directory of a saved one."""
+               top_k: int = 10, *, scoring: str | None = None, truncate: bool = False,
+               stride: int | None = None) -> Any:
+        """The `top_k` corpus texts closest to the query: [{"corpus_id", "score", "text"}, ...],
+        best first (a list of such lists for a list of queries). `corpus`: texts, an
+        `EmbeddingIndex`, or the directory of a saved one."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ConfigError(f"top_k must be a positive int, got {top_k!r}")
+        scoring = self._scoring(scoring)
         if isinstance(corpus, (str, os.PathLike)):
             corpus = EmbeddingIndex.load(corpus)
         elif not isinstance(corpus, EmbeddingIndex):
-            corpus = self.index(corpus, **kwargs)
+            corpus = self.index(corpus, truncate=truncate, stride=stride)
         queries, single = as_batch(query, "query")
         if not queries:
             return []
-        hits = corpus.search(FeatureExtractionPipeline.__call__(self, queries, **kwargs), top_k)
+        vectors, sparse = self._texts(queries, single, scoring, truncate=truncate, stride=stride)
+        hits = corpus.search(vectors, top_k, query_lexical=sparse, scoring=scoring)
         results = [[{"corpus_id": i, "score": s, "text": corpus.texts[i]} for i, s in row] for row in hits]
         return results[0] if single else results

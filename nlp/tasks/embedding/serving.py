@@ -4,7 +4,11 @@ text-embeddings-inference's routes, with TEI's bodies and error shape:
     POST /embed       {"inputs": "text" | ["text", ...], "normalize": true, "truncate": false}
                       -> [[float, ...], ...]   (one vector per input, always a list of them)
     POST /similarity  {"inputs": {"source_sentence": "text", "sentences": ["text", ...]}}
-                      -> [float, ...]          (the cosine of the source with each sentence)
+                      -> [float, ...]          (the cosine of the source with each sentence;
+                                                cosine + lexical score for a model with lexical weights)
+    POST /embed_sparse {"inputs": "text" | ["text", ...], "truncate": false}
+                      -> [[{"index": token_id, "value": weight}, ...], ...]   (a model with lexical
+                                                weights: each text's sparse vector, ids ascending)
 
 Errors on these routes are TEI's `{"error": message, "error_type": ...}` ("Validation" for
 413 / 422, "Overloaded" for 429 / 503). One difference from TEI, on purpose: `truncate: false`
@@ -19,7 +23,7 @@ import numpy as np
 
 from nlp.tasks.serving import Limits, Parsed, RequestError, ServingAdapter, as_list, check_text, short, windows
 
-__all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "SimilarityAdapter"]
+__all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "EmbedSparseAdapter", "SimilarityAdapter"]
 
 _VECTOR = {"type": "array", "items": {"type": "number"}}
 _TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
@@ -38,6 +42,14 @@ def _embed(served: Any, texts: list[str], *, normalize: bool = True, truncate: b
 
     # the served pipeline is a FeatureExtractionPipeline (or its similarity subclass)
     return FeatureExtractionPipeline.__call__(served.pipeline, texts, normalize=normalize, truncate=truncate)
+
+
+def _encode(served: Any, texts: list[str], *, truncate: bool = False) -> tuple[np.ndarray, Any]:
+    """(normalised vectors, sparse vectors or None) of `texts`, in one pass of the served model."""
+    from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
+
+    vectors, sparse = FeatureExtractionPipeline._encode(served.pipeline, texts, False, truncate=truncate, stride=None)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12), sparse
 
 
 def _bool(payload: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -136,13 +148,18 @@ class SimilarityAdapter(_TeiErrors):
                       row_tokens=max(t for _, t in costs))
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        from nlp.tasks.embedding.metrics import lexical_pair_scores
+
         texts = [t for source, sentences in items for t in (source, *sentences)]
-        vectors = _embed(served, texts)  # normalised: a dot product is the cosine
+        vectors, sparse = _encode(served, texts)  # normalised: a dot product is the cosine
         out, i = [], 0
         for _, sentences in items:
-            source, others = vectors[i], vectors[i + 1:i + 1 + len(sentences)]
-            out.append((others @ source).astype(float).tolist())
-            i += 1 + len(sentences)
+            n = len(sentences)
+            scores = vectors[i + 1:i + 1 + n] @ vectors[i]
+            if sparse is not None:  # the hybrid score the model was trained on
+                scores = scores + lexical_pair_scores([sparse[i]] * n, sparse[i + 1:i + 1 + n])
+            out.append(scores.astype(float).tolist())
+            i += 1 + n
         return out
 
     def warm_up_items(self, max_length: int, n: int) -> list[Any]:
@@ -157,3 +174,45 @@ class SimilarityAdapter(_TeiErrors):
 
     def response_schema(self) -> dict[str, Any]:
         return {"type": "array", "items": {"type": "number"}}
+
+
+class EmbedSparseAdapter(_TeiErrors):
+    """TEI's POST /embed_sparse, for a model with lexical weights: each text's sparse vector as
+    [{"index": token id, "value": weight}, ...], ids ascending (ids of weight 0 left out)."""
+
+    summary = "Sparse lexical vectors (text-embeddings-inference's /embed_sparse; a model with lexical weights)"
+    output_description = "one list of {index, value} per input, always a list of them"
+    body_fields = ("inputs", "truncate")
+
+    def parse_body(self, payload: Mapping[str, Any], served: Any, limits: Limits) -> Parsed:
+        if not served.pipeline.has_lexical_weights:
+            raise RequestError(422, "this model has no lexical weights (config.json lexical_weights), so it has no "
+                                    "sparse vectors; use /embed, or serve a model fine-tuned with "
+                                    "model.config.lexical_weights=true")
+        extra = [k for k in payload if k not in self.body_fields]
+        if extra:
+            raise RequestError(422, f"unknown field {extra[0]!r}; /embed_sparse takes inputs and truncate")
+        if "inputs" not in payload:
+            raise RequestError(422, "the body lacks \"inputs\"")
+        truncate = _bool(payload, "truncate", False)
+        raw, single = as_list(payload["inputs"], "inputs", limits)
+        items = [check_text(x, "inputs" if single else f"inputs[{i}]", limits) for i, x in enumerate(raw)]
+        costs = [_text_cost(t, truncate, served.max_length) for t in items]
+        return Parsed(items, single, {}, (("truncate", truncate),),
+                      rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
+
+    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        _, sparse = _encode(served, items, **dict(key))
+        return [[{"index": int(i), "value": float(w)} for i, w in zip(ids, weights)] for ids, weights in sparse]
+
+    def respond(self, shaped: list[Any], parsed: Parsed) -> Any:
+        return shaped  # a list of sparse vectors, also for one text
+
+    def request_schema(self) -> dict[str, Any]:
+        return {"type": "object", "required": ["inputs"], "additionalProperties": False,
+                "properties": {"inputs": _TEXTS, "truncate": {"type": "boolean", "default": False}}}
+
+    def response_schema(self) -> dict[str, Any]:
+        entry = {"type": "object", "required": ["index", "value"],
+                 "properties": {"index": {"type": "integer"}, "value": {"type": "number"}}}
+        return {"type": "array", "items": {"type": "array", "items": entry}}

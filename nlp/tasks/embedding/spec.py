@@ -13,9 +13,9 @@ from nlp.tasks.embedding.builtin import builtin_datasets
 from nlp.tasks.embedding.collate import TextGroupCollator
 from nlp.tasks.embedding.data import read_embedding
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-from nlp.tasks.embedding.metrics import retrieval_metrics, sts_metrics
+from nlp.tasks.embedding.metrics import retrieval_metrics, sparse_vector, sts_metrics
 from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
-from nlp.tasks.embedding.serving import EmbedAdapter, EmbeddingPredictAdapter, SimilarityAdapter
+from nlp.tasks.embedding.serving import EmbedAdapter, EmbeddingPredictAdapter, EmbedSparseAdapter, SimilarityAdapter
 from nlp.tasks.spec import TaskSpec
 
 __all__ = ["EmbeddingSpec", "SentenceSimilaritySpec", "FEATURE_EXTRACTION", "SENTENCE_SIMILARITY",
@@ -46,6 +46,12 @@ class EmbeddingSpec(TaskSpec):
     reader = staticmethod(read_embedding)
     preprocess = None
     metric = staticmethod(retrieval_metrics)
+
+    def model_outputs(self, config: Any) -> dict[str, tuple[str, ...]]:
+        outputs = dict(self.export_outputs)
+        if config.extra.get("lexical_weights", False):
+            outputs["token_weights"] = ("batch", "sequence")  # each token's lexical weight
+        return outputs
 
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
         return read_embedding(path, **dict(data.reader))
@@ -91,27 +97,39 @@ class EmbeddingSpec(TaskSpec):
         return TextGroupCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_to_multiple_of)
 
     def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
-        return outputs.sentence_embedding  # (B, K, H)
+        weights = getattr(outputs, "token_weights", None)  # an exported model's outputs: only what it has
+        if weights is None:
+            return outputs.sentence_embedding  # (B, K, H)
+        # a model with lexical weights: the tokens and their weights too, (B, K, T) each
+        return outputs.sentence_embedding, batch["input_ids"], weights
 
     def loss_units(self, model: Any):
         return _examples_in
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any] | None, *, label_names: list[str] | None,
               examples: Any, features: Any, data: Any, settings: Any = None) -> dict[str, float]:
-        emb = np.stack([np.asarray(p, dtype=np.float32) for p in predictions])  # (N, K, H)
+        lexical = bool(len(predictions)) and isinstance(predictions[0], tuple)
+        emb = np.stack([np.asarray(p[0] if lexical else p, dtype=np.float32) for p in predictions])  # (N, K, H)
         if emb.ndim != 3 or emb.shape[1] < 2:
             raise DataError("scoring embeddings needs records of two or more texts (pairs or retrieval triples)")
+        sparse = None
+        if lexical:  # the sparse vectors of each record's first two texts
+            sparse = tuple([sparse_vector(ids[k], weights[k]) for _, ids, weights in predictions] for k in (0, 1))
         if examples is not None and "score" in examples.column_names:
-            return sts_metrics(emb[:, 0], emb[:, 1], examples["score"])
+            return sts_metrics(emb[:, 0], emb[:, 1], examples["score"], lexical=sparse)
         # every query searches the split's positives (hard negatives are not part of the corpus)
-        return retrieval_metrics(emb[:, 0], emb[:, 1], np.arange(len(emb)))
+        return retrieval_metrics(emb[:, 0], emb[:, 1], np.arange(len(emb)), lexical=sparse)
 
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
-        vectors = FeatureExtractionPipeline.__call__(pipe, [r["text"] for r in records], as_lists=True)
-        return [{"embedding": v} for v in vectors]
+        vectors, weights = FeatureExtractionPipeline.encode(pipe, [r["text"] for r in records], as_tokens=True)
+        if weights is None:
+            return [{"embedding": v} for v in vectors.tolist()]
+        # a model with lexical weights: each text's tokens and weights too, heaviest first
+        return [{"embedding": v, "lexical_weights": w} for v, w in zip(vectors.tolist(), weights)]
 
     def serving_routes(self) -> dict[str, Any]:
-        return {"/predict": self.serving, "/embed": EmbedAdapter(), "/similarity": SimilarityAdapter()}
+        return {"/predict": self.serving, "/embed": EmbedAdapter(), "/similarity": SimilarityAdapter(),
+                "/embed_sparse": EmbedSparseAdapter()}
 
 
 class SentenceSimilaritySpec(EmbeddingSpec):
