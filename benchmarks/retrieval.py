@@ -8,8 +8,8 @@ For each query of the split searching every document of the split (as benchmarks
     dense / lexical / hybrid   the model's cosine, lexical score, and their sum (a model with
                                lexical weights; a dense model gets the dense row only)
 each over the documents' first window (`--max-length` tokens, what training evaluates) and over
-every window of a document (the pipeline's default: vectors averaged, lexical weights the
-largest per token), and the baselines of quality.py (TF-IDF character 1-3-grams, BM25 character
+every window of a document (the index's default: a row per window, each document scored by its
+best window), and the baselines of quality.py (TF-IDF character 1-3-grams, BM25 character
 1-2-grams) on the same texts.
 """
 

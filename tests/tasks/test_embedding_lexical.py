@@ -273,7 +273,7 @@ def test_a_corrupt_lexical_file_is_refused(model_dir, tmp_path):
     with np.load(tmp_path / "idx" / "lexical.npz") as data:
         parts = {k: data[k] for k in data.files}
     np.savez(tmp_path / "idx" / "lexical.npz", **{**parts, "indptr": parts["indptr"][:-1]})
-    with pytest.raises(DataError, match="do not fit the index's 5 texts"):
+    with pytest.raises(DataError, match="do not fit the index's 5 rows"):
         EmbeddingIndex.load(tmp_path / "idx")
     (tmp_path / "idx" / "lexical.npz").write_bytes(b"not a zip")
     with pytest.raises(DataError, match="unreadable lexical weights"):
@@ -294,3 +294,34 @@ def test_a_dense_model_has_no_lexical_weights(tmp_path):
         sim(TEXTS[0], TEXTS[1], scoring="hybrid")
     assert sim.index(TEXTS).lexical is None
     assert sim(TEXTS[0], TEXTS[0]) == pytest.approx(1.0, abs=1e-5)  # cosine alone
+
+
+def test_a_long_text_is_searched_by_its_best_window(model_dir, tmp_path):
+    sim = SentenceSimilarityPipeline(str(model_dir), max_length=8)  # 6 tokens a window
+    corpus = ["今天天气很好", "北京大学在北京今天天气很好张三在上海工作明天会下雨吗", "张三在上海工作"]
+    query = "张三在上海工作"
+    index = sim.index(corpus)
+    owners = index.owners.tolist()
+    assert owners[0] == 0 and owners[-1] == 2 and owners.count(1) > 2 and len(index.vectors) == len(owners)
+    # each window's own hybrid score with the query, from the pipeline's window rows
+    windows = sim._windows(corpus, False, truncate=False, stride=None)
+    qv, qs = sim._encode([query], True, truncate=False, stride=None)
+    qv = qv[0] / np.linalg.norm(qv[0])
+    per_text: dict[int, float] = {}
+    for ids, owner, vec, weights in windows:
+        ws = sparse_vector(ids, weights)
+        score = float(vec @ qv / np.linalg.norm(vec)) + float(lexical_scores(qs, [ws])[0, 0])
+        per_text[owner] = max(per_text.get(owner, -1e9), score)
+    hits = sim.search(query, index, top_k=3)
+    assert {h["corpus_id"]: h["score"] for h in hits} == pytest.approx(per_text, rel=1e-5)
+    index.save(tmp_path / "idx")
+    again = EmbeddingIndex.load(tmp_path / "idx")
+    assert again.owners.tolist() == owners
+    assert [h["corpus_id"] for h in sim.search(query, tmp_path / "idx", top_k=3)] == [h["corpus_id"] for h in hits]
+    # the first window only: one row per text, no owners file
+    sim.index(corpus, truncate=True).save(tmp_path / "idx")
+    assert not (tmp_path / "idx" / "owners.npy").exists() and EmbeddingIndex.load(tmp_path / "idx").owners is None
+    index.save(tmp_path / "idx")
+    np.save(tmp_path / "idx" / "owners.npy", np.array(owners[::-1]))
+    with pytest.raises(DataError, match="owners must give each of its 3 texts one or more rows"):
+        EmbeddingIndex.load(tmp_path / "idx")

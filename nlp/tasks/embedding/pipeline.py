@@ -10,14 +10,16 @@
 
 Long texts are cut into overlapping windows of `max_length` tokens; a text's vector is the mean
 of its windows' pooled vectors weighted by their token counts (mean pooling over the whole
-text where windows do not overlap), then normalised. A blank text is an error naming it (an
-embedding of nothing would be the [CLS]/[SEP] vector, a silently wrong answer); `[]` gives an
-empty (0, H) array.
+text where windows do not overlap), then normalised. An index keeps a row per window of a long
+text instead, and a search scores the text by its best window (MaxP). A blank text is an error
+naming it (an embedding of nothing would be the [CLS]/[SEP] vector, a silently wrong answer);
+`[]` gives an empty (0, H) array.
 
 A model trained with lexical weights (config.json `lexical_weights: true`, heads.py) also gives
 each text a sparse vector, {token id: weight}: per window the largest weight of each distinct
-token, and over a long text's windows their mean weighted by token counts, as for its vector. Its similarity pipeline then scores by the hybrid score the model was trained
-on, cosine + lexical score (`scoring="hybrid"`, the default for it); `scoring="dense"` and
+token, and over a long text's windows their mean weighted by token counts, as for its vector.
+Its similarity pipeline then scores by the hybrid score the model was trained on, cosine +
+lexical score (`scoring="hybrid"`, the default for it); `scoring="dense"` and
 `scoring="lexical"` use one part alone.
 """
 
@@ -114,14 +116,33 @@ class FeatureExtractionPipeline(Pipeline):
                 stride: int | None) -> tuple[np.ndarray, list[SparseVector] | None]:
         """(N, H) pooled vectors (not normalised), and each text's sparse vector for a model with
         lexical weights (else None)."""
+        windows = self._windows(texts, single, truncate=truncate, stride=stride)
+        hidden = self.config.hidden_size
+        sums = np.zeros((len(texts), hidden), dtype=np.float64)
+        weights = np.zeros(len(texts), dtype=np.float64)
+        parts: list[list[tuple[list[int], np.ndarray, float]]] = [[] for _ in texts]
+        for ids, owner, vec, token_weights in windows:
+            w = float(len(ids))
+            sums[owner] += w * np.asarray(vec, dtype=np.float64)
+            weights[owner] += w
+            if token_weights is not None:
+                parts[owner].append((ids, token_weights, w))
+        vectors = (sums / np.maximum(weights, 1.0)[:, None]).astype(np.float32)
+        if not self.has_lexical_weights:
+            return vectors, None
+        return vectors, [pooled_sparse_vector(p) for p in parts]
+
+    def _windows(self, texts: list[str], single: bool, *, truncate: bool,
+                 stride: int | None) -> list[tuple[list[int], int, np.ndarray, np.ndarray | None]]:
+        """Each window of each text, in text order: (token ids, the text's index, its pooled
+        vector, its token weights or None). A text shorter than `max_length` is one window."""
         check_unicode(texts, "text", single)
         for i, text in enumerate(texts):
             if not text.strip():
                 raise DataError(f"{'text' if single else f'text {i}'} is blank; an embedding needs some text "
                                 "(drop blank texts before embedding them)")
-        hidden = self.config.hidden_size
         if not texts:
-            return np.zeros((0, hidden), dtype=np.float32), ([] if self.has_lexical_weights else None)
+            return []
         room = self.max_length - 2
         stride = max(1, room // 4) if stride is None else stride
         if not 0 <= stride < room:
@@ -132,37 +153,40 @@ class FeatureExtractionPipeline(Pipeline):
         owner = enc["overflow_to_sample_mapping"] if not truncate else list(range(n_rows))
         rows = [{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in range(n_rows)]
         outputs = self._forward(rows)
-        lexical = bool(outputs) and isinstance(outputs[0], tuple)
-        sums = np.zeros((len(texts), hidden), dtype=np.float64)
-        weights = np.zeros(len(texts), dtype=np.float64)
-        windows: list[list[tuple[list[int], np.ndarray, float]]] = [[] for _ in texts]
-        for r, output in enumerate(outputs):
-            vec = output[0] if lexical else output
-            w = float(sum(rows[r].get("attention_mask", [1] * len(rows[r]["input_ids"]))))
-            sums[owner[r]] += w * np.asarray(vec, dtype=np.float64)
-            weights[owner[r]] += w
-            if lexical:
-                windows[owner[r]].append((rows[r]["input_ids"], output[1], w))
-        vectors = (sums / weights[:, None]).astype(np.float32)
-        if not lexical:
-            return vectors, None
-        return vectors, [pooled_sparse_vector(parts) for parts in windows]
+        # padding is the pipeline's, so a row's tokens are all attended
+        return [(rows[r]["input_ids"], int(owner[r]), *(out if isinstance(out, tuple) else (out, None)))
+                for r, out in enumerate(outputs)]
 
 
 class EmbeddingIndex:
     """Normalised vectors of a corpus with its texts (and their sparse vectors, from a model with
     lexical weights), searchable and saved to a directory: ``vectors.npy`` + ``texts.json``
-    (+ ``lexical.npz``: CSR arrays `indptr`, `ids`, `weights`); plain numpy and JSON, loaded
-    without pickle."""
+    (+ ``lexical.npz``: CSR arrays `indptr`, `ids`, `weights`; + ``owners.npy``); plain numpy
+    and JSON, loaded without pickle.
 
-    def __init__(self, vectors: np.ndarray, texts: Sequence[str], lexical: Sequence[SparseVector] | None = None) -> None:
+    A row is a text, or with `owners` a window of one: `owners[r]` is the text of row r (texts in
+    order, each with at least one row), and a text scores as its best window (MaxP), so a long
+    document is found by the passage that answers the query, not by an average that blurs it."""
+
+    def __init__(self, vectors: np.ndarray, texts: Sequence[str], lexical: Sequence[SparseVector] | None = None,
+                 owners: Sequence[int] | np.ndarray | None = None) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(vectors) != len(texts):
-            raise DataError(f"an index needs (N, H) vectors for N texts, got {vectors.shape} for {len(texts)}")
-        if lexical is not None and len(lexical) != len(texts):
-            raise DataError(f"an index needs one sparse vector per text, got {len(lexical)} for {len(texts)}")
-        self.vectors = _normalise(vectors)
         self.texts = list(texts)
+        self.owners = None if owners is None else np.asarray(owners, dtype=np.int64)
+        rows = len(self.texts) if self.owners is None else len(self.owners)
+        if vectors.ndim != 2 or len(vectors) != rows:
+            raise DataError(f"an index needs (rows, H) vectors for {rows} rows ({len(self.texts)} texts), "
+                            f"got {vectors.shape}")
+        if self.owners is not None:
+            o = self.owners
+            if o.ndim != 1 or (len(o) and (o[0] != 0 or o[-1] != len(self.texts) - 1 or np.any(np.diff(o) < 0)
+                                           or np.any(np.diff(o) > 1))) or (not len(o) and self.texts):
+                raise DataError(f"an index's owners must give each of its {len(self.texts)} texts one or more rows, "
+                                "in text order")
+            self._starts = np.flatnonzero(np.r_[True, np.diff(o) > 0]) if len(o) else o
+        if lexical is not None and len(lexical) != rows:
+            raise DataError(f"an index needs one sparse vector per row, got {len(lexical)} for {rows}")
+        self.vectors = _normalise(vectors)
         self.lexical = None if lexical is None else list(lexical)
 
     def __len__(self) -> int:
@@ -179,8 +203,12 @@ class EmbeddingIndex:
             weights = np.concatenate([w for _, w in self.lexical] or [np.zeros(0, np.float32)]).astype(np.float32)
             with atomic_write(directory / "lexical.npz", "wb") as f:
                 np.savez(f, indptr=indptr, ids=ids, weights=weights)
-        elif (directory / "lexical.npz").is_file():
-            (directory / "lexical.npz").unlink()  # an earlier index's, saved here by this class: stale now
+        if self.owners is not None:
+            with atomic_write(directory / "owners.npy", "wb") as f:
+                np.save(f, self.owners, allow_pickle=False)
+        for name, kept in (("lexical.npz", self.lexical), ("owners.npy", self.owners)):
+            if kept is None and (directory / name).is_file():
+                (directory / name).unlink()  # an earlier index's, saved here by this class: stale now
         with atomic_write(directory / "texts.json", "w", encoding="utf-8") as f:
             json.dump(self.texts, f, ensure_ascii=False)
         return directory
@@ -195,26 +223,34 @@ class EmbeddingIndex:
         try:
             vectors = np.load(directory / "vectors.npy", allow_pickle=False)
             texts = json.loads((directory / "texts.json").read_text(encoding="utf-8"))
+            owners = np.load(directory / "owners.npy", allow_pickle=False) if (directory / "owners.npy").is_file() else None
         except (ValueError, OSError) as err:
             raise DataError(f"{directory}: unreadable embedding index ({err})") from None
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise DataError(f"{directory}/texts.json must be a JSON list of strings")
-        lexical = _load_lexical(directory / "lexical.npz", len(texts)) if (directory / "lexical.npz").is_file() else None
-        return cls(vectors, texts, lexical)
+        if owners is not None and (owners.ndim != 1 or not np.issubdtype(owners.dtype, np.integer)):
+            raise DataError(f"{directory}/owners.npy must be a 1-D array of integers, got {owners.dtype} {owners.shape}")
+        rows = len(texts) if owners is None else len(owners)
+        lexical = _load_lexical(directory / "lexical.npz", rows) if (directory / "lexical.npz").is_file() else None
+        try:
+            return cls(vectors, texts, lexical, owners)
+        except DataError as err:
+            raise DataError(f"{directory}: {err}") from None
 
     def search(self, queries: np.ndarray, top_k: int, *, query_lexical: Sequence[SparseVector] | None = None,
                scoring: str = "dense") -> list[list[tuple[int, float]]]:
-        """Per query, the (corpus row, score) of the `top_k` best rows, best first. `scoring`:
+        """Per query, the (text, score) of the `top_k` best texts, best first. `scoring`:
         "dense" (cosine), "lexical" (lexical score) or "hybrid" (their sum); the last two need
-        the queries' sparse vectors and an index that holds the corpus's."""
+        the queries' sparse vectors and an index that holds the corpus's. A text of several
+        rows (windows) scores as its best row."""
         if scoring not in SCORINGS:
             raise ConfigError(f"scoring={scoring!r} is not one of {SCORINGS}")
         if not len(self.texts):
             return [[] for _ in range(len(queries))]
         if scoring == "lexical":
-            scores = np.zeros((len(queries), len(self.texts)), dtype=np.float32)
+            scores = np.zeros((len(queries), len(self.vectors)), dtype=np.float32)
         else:
-            scores = _normalise(np.asarray(queries, dtype=np.float32)) @ self.vectors.T  # (Q, N)
+            scores = _normalise(np.asarray(queries, dtype=np.float32)) @ self.vectors.T  # (Q, rows)
         if scoring != "dense":
             if self.lexical is None:
                 raise ConfigError(f"scoring={scoring!r} needs an index with lexical weights; this one has vectors "
@@ -223,6 +259,8 @@ class EmbeddingIndex:
             if query_lexical is None:
                 raise ConfigError(f"scoring={scoring!r} needs the queries' sparse vectors (query_lexical)")
             scores = scores + lexical_scores(query_lexical, self.lexical)
+        if self.owners is not None:
+            scores = np.maximum.reduceat(scores, self._starts, axis=1)  # (Q, texts): each text's best window
         k = min(top_k, scores.shape[1])
         out = []
         for row in scores:
@@ -233,7 +271,7 @@ class EmbeddingIndex:
 
 
 def _load_lexical(path: Path, n_texts: int) -> list[SparseVector]:
-    """The sparse vectors of a saved index's lexical.npz, checked against its texts."""
+    """The sparse vectors of a saved index's lexical.npz, checked against its rows."""
     try:
         with np.load(path, allow_pickle=False) as data:
             indptr, ids, weights = (np.asarray(data[k]) for k in ("indptr", "ids", "weights"))
@@ -242,7 +280,7 @@ def _load_lexical(path: Path, n_texts: int) -> list[SparseVector]:
     if (indptr.ndim != 1 or len(indptr) != n_texts + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0)
             or indptr[-1] != len(ids) or ids.shape != weights.shape or ids.ndim != 1
             or (len(ids) and ids.min() < 0) or not np.isfinite(weights).all()):
-        raise DataError(f"{path}: the lexical weights do not fit the index's {n_texts} texts (indptr of "
+        raise DataError(f"{path}: the lexical weights do not fit the index's {n_texts} rows (indptr of "
                         f"{len(indptr)} entries for {len(ids)} ids and {len(weights)} weights); save the index again")
     ids, weights = ids.astype(np.int64), weights.astype(np.float32)
     return [(ids[a:b], weights[a:b]) for a, b in zip(indptr[:-1], indptr[1:])]
@@ -293,10 +331,18 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
 
     def index(self, corpus: Sequence[str], *, truncate: bool = False, stride: int | None = None) -> EmbeddingIndex:
         """An `EmbeddingIndex` of `corpus` (with its sparse vectors for a model with lexical
-        weights; save it with `.save(dir)`)."""
+        weights; save it with `.save(dir)`). A text longer than `max_length` tokens keeps a row
+        per window and is searched by its best one; `truncate=True` keeps its first window only."""
         texts, _ = as_batch(corpus, "corpus text")
-        vectors, sparse = self._encode(texts, False, truncate=truncate, stride=stride)
-        return EmbeddingIndex(vectors, texts, sparse)
+        windows = self._windows(texts, False, truncate=truncate, stride=stride)
+        hidden = self.config.hidden_size
+        vectors = np.stack([w[2] for w in windows]) if windows else np.zeros((0, hidden), dtype=np.float32)
+        sparse = None
+        if self.has_lexical_weights:
+            sparse = [pooled_sparse_vector([(ids, weights, 1.0)]) for ids, _, _, weights in windows]
+        owners = [w[1] for w in windows]
+        one_row_each = len(owners) == len(texts)  # no long text: one row per text, no owners file
+        return EmbeddingIndex(vectors, texts, sparse, None if one_row_each else owners)
 
     def search(self, query: str | Sequence[str], corpus: Sequence[str] | EmbeddingIndex | str | os.PathLike,
                top_k: int = 10, *, scoring: str | None = None, truncate: bool = False,
