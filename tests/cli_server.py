@@ -37,6 +37,17 @@ def run_nlp(*args: str, env: dict[str, str] | None = None, timeout: int = 600) -
     return proc
 
 
+def finetune_few_steps(recipe: str, output_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """`nlp finetune` of a shipped recipe on the shipped ernie-tiny-zh: 3 steps of 16 examples,
+    24 evaluated, fp32, no logs or plots; `overrides` go last."""
+    return run_nlp("finetune", str(Path(nlp.__file__).parent / "recipes" / f"{recipe}.yaml"),
+                   f"model.name={Path(nlp.__file__).parent / 'assets' / 'ernie-tiny-zh'}",
+                   f"train.output_dir={output_dir}", "train.max_steps=3", "data.max_train_samples=48",
+                   "data.max_eval_samples=24", "train.data.batch_size=16", "train.eval.every_steps=3",
+                   "train.mixed_precision=no", "train.log.progress_bar=false", "train.log.tensorboard=false",
+                   "train.log.plots=false", *overrides)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 import nlp
-from cli_server import cli_server, nlp_env, run_nlp
+from cli_server import cli_server, finetune_few_steps, nlp_env, run_nlp
 
-ERNIE_TINY = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 TEXTS = ["形容十分安定稳当。", "安安稳稳：元·无名氏《抱妆盒》第四折小储君倒也安安稳稳守着妆盒做护身符。",
          "这家餐厅的服务非常好，菜也好吃"]
 
@@ -31,11 +30,7 @@ def _nlp(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("embed")
-    _nlp("finetune", str(Path(nlp.__file__).parent / "recipes" / "embedding-idioms.yaml"),
-         f"model.name={ERNIE_TINY}", f"train.output_dir={tmp / 'run'}", "train.max_steps=3",
-         "data.max_train_samples=48", "data.max_eval_samples=24", "data.max_length=48",
-         "train.data.batch_size=16", "train.eval.every_steps=3", "train.mixed_precision=no",
-         "train.log.progress_bar=false", "train.log.tensorboard=false", "train.log.plots=false")
+    finetune_few_steps("embedding-idioms", tmp / "run", "data.max_length=48")
     return tmp
 
 

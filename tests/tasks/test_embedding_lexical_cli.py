@@ -13,20 +13,15 @@ import numpy as np
 import pytest
 
 import nlp
-from cli_server import cli_server, nlp_env, run_nlp
+from cli_server import cli_server, finetune_few_steps, nlp_env, run_nlp
 
-ERNIE_TINY = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 TEXTS = ["北京大学举行开学典礼", "今天北京的天气很好，北京大学的学生在操场上跑步。", "这家餐厅的服务非常好，菜也好吃"]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("lexical")
-    run_nlp("finetune", str(Path(nlp.__file__).parent / "recipes" / "embedding-titles.yaml"),
-            f"model.name={ERNIE_TINY}", f"train.output_dir={tmp / 'run'}", "train.max_steps=3",
-            "data.max_train_samples=48", "data.max_eval_samples=24", "data.max_length=136",
-            "train.data.batch_size=16", "train.eval.every_steps=3", "train.mixed_precision=no",
-            "train.log.progress_bar=false", "train.log.tensorboard=false", "train.log.plots=false")
+    finetune_few_steps("embedding-titles", tmp / "run", "data.max_length=136")
     return tmp
 
 

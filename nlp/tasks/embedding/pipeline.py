@@ -37,7 +37,8 @@ from nlp._common import ConfigError, DataError, atomic_write
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
-from nlp.tasks.embedding.metrics import SparseVector, lexical_pair_scores, lexical_scores, pooled_sparse_vector
+from nlp.tasks.embedding.metrics import (SparseVector, lexical_pair_scores, lexical_scores, pooled_sparse_vector,
+                                         sparse_vector)
 
 __all__ = ["FeatureExtractionPipeline", "SentenceSimilarityPipeline", "EmbeddingIndex", "SCORINGS"]
 
@@ -73,9 +74,7 @@ class FeatureExtractionPipeline(Pipeline):
         `truncate`: embed only the first window of a long text (TEI's `truncate`); otherwise
         every window counts. `stride`: tokens shared by consecutive windows (default a quarter)."""
         batch, single = as_batch(texts, "text")
-        vectors, _ = self._encode(batch, single, truncate=truncate, stride=stride)
-        if normalize:
-            vectors = _normalise(vectors)
+        vectors, _ = self._encode(batch, single, truncate=truncate, stride=stride, normalize=normalize)
         out = vectors[0] if single else vectors
         return out.tolist() if as_lists else out
 
@@ -91,9 +90,7 @@ class FeatureExtractionPipeline(Pipeline):
         """(vectors, lexical weights) in one pass: what `__call__` and `lexical_weights` give,
         the weights None for a model without them."""
         batch, single = as_batch(texts, "text")
-        vectors, sparse = self._encode(batch, single, truncate=truncate, stride=stride)
-        if normalize:
-            vectors = _normalise(vectors)
+        vectors, sparse = self._encode(batch, single, truncate=truncate, stride=stride, normalize=normalize)
         weights = None if sparse is None else [self._weights_dict(v, as_tokens) for v in sparse]
         if single:
             return vectors[0], None if weights is None else weights[0]
@@ -112,10 +109,10 @@ class FeatureExtractionPipeline(Pipeline):
                               "fine-tune one with model.config.lexical_weights=true (recipes/embedding-titles.yaml), "
                               "or use the sentence vectors alone")
 
-    def _encode(self, texts: list[str], single: bool, *, truncate: bool,
-                stride: int | None) -> tuple[np.ndarray, list[SparseVector] | None]:
-        """(N, H) pooled vectors (not normalised), and each text's sparse vector for a model with
-        lexical weights (else None)."""
+    def _encode(self, texts: list[str], single: bool, *, truncate: bool, stride: int | None,
+                normalize: bool = False) -> tuple[np.ndarray, list[SparseVector] | None]:
+        """(N, H) pooled vectors (L2-normalised with `normalize`), and each text's sparse vector
+        for a model with lexical weights (else None)."""
         windows = self._windows(texts, single, truncate=truncate, stride=stride)
         hidden = self.config.hidden_size
         sums = np.zeros((len(texts), hidden), dtype=np.float64)
@@ -128,6 +125,8 @@ class FeatureExtractionPipeline(Pipeline):
             if token_weights is not None:
                 parts[owner].append((ids, token_weights, w))
         vectors = (sums / np.maximum(weights, 1.0)[:, None]).astype(np.float32)
+        if normalize:
+            vectors = _normalise(vectors)
         if not self.has_lexical_weights:
             return vectors, None
         return vectors, [pooled_sparse_vector(p) for p in parts]
@@ -303,8 +302,8 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
 
     def _texts(self, texts: list[str], single: bool, scoring: str, *, truncate: bool = False,
                stride: int | None = None) -> tuple[np.ndarray, list[SparseVector] | None]:
-        vectors, sparse = self._encode(texts, single, truncate=truncate, stride=stride)
-        return _normalise(vectors), (sparse if scoring != "dense" else None)
+        vectors, sparse = self._encode(texts, single, truncate=truncate, stride=stride, normalize=True)
+        return vectors, (sparse if scoring != "dense" else None)
 
     def __call__(self, source: str | Sequence[str], targets: str | Sequence[str] | None = None, *,
                  scoring: str | None = None, truncate: bool = False, stride: int | None = None) -> Any:
@@ -339,7 +338,7 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         vectors = np.stack([w[2] for w in windows]) if windows else np.zeros((0, hidden), dtype=np.float32)
         sparse = None
         if self.has_lexical_weights:
-            sparse = [pooled_sparse_vector([(ids, weights, 1.0)]) for ids, _, _, weights in windows]
+            sparse = [sparse_vector(ids, weights) for ids, _, _, weights in windows]
         owners = [w[1] for w in windows]
         one_row_each = len(owners) == len(texts)  # no long text: one row per text, no owners file
         return EmbeddingIndex(vectors, texts, sparse, None if one_row_each else owners)

@@ -37,19 +37,14 @@ def _text_cost(text: str, truncate: bool, max_length: int) -> tuple[int, int]:
     return rows, min(tokens, max_length)
 
 
-def _embed(served: Any, texts: list[str], *, normalize: bool = True, truncate: bool = False) -> np.ndarray:
+def _encode(served: Any, texts: list[str], *, normalize: bool = True,
+            truncate: bool = False) -> tuple[np.ndarray, Any]:
+    """(vectors, sparse vectors or None) of `texts`, in one pass of the served model (a
+    FeatureExtractionPipeline, or its similarity subclass)."""
     from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
 
-    # the served pipeline is a FeatureExtractionPipeline (or its similarity subclass)
-    return FeatureExtractionPipeline.__call__(served.pipeline, texts, normalize=normalize, truncate=truncate)
-
-
-def _encode(served: Any, texts: list[str], *, truncate: bool = False) -> tuple[np.ndarray, Any]:
-    """(normalised vectors, sparse vectors or None) of `texts`, in one pass of the served model."""
-    from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
-
-    vectors, sparse = FeatureExtractionPipeline._encode(served.pipeline, texts, False, truncate=truncate, stride=None)
-    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12), sparse
+    return FeatureExtractionPipeline._encode(served.pipeline, texts, False, truncate=truncate, stride=None,
+                                             normalize=normalize)
 
 
 def _bool(payload: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -81,7 +76,7 @@ class EmbeddingPredictAdapter(ServingAdapter):
         return (("normalize", params.get("normalize", True)),)
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
-        return list(_embed(served, items, **dict(key)))
+        return list(_encode(served, items, **dict(key))[0])
 
     def shape(self, output: Any, params: dict[str, Any]) -> Any:
         return np.asarray(output, dtype=np.float32).tolist()
