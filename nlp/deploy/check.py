@@ -77,10 +77,13 @@ class Comparison:
 
 
 def _min_cosine(ref: np.ndarray, out: np.ndarray) -> float:
-    """The lowest cosine between matching rows (last axis) of `ref` and `out`."""
+    """The lowest cosine between matching rows (last axis) of `ref` and `out`; two all-zero rows
+    agree (1: e.g. the token-pair weights of a one-character text), one all-zero row does not (0)."""
     ref, out = ref.astype(np.float64), out.astype(np.float64)
     norms = np.linalg.norm(ref, axis=-1) * np.linalg.norm(out, axis=-1)
-    return float(((ref * out).sum(-1) / np.maximum(norms, 1e-30)).min())
+    cosines = (ref * out).sum(-1) / np.maximum(norms, 1e-30)
+    both_zero = ~ref.any(-1) & ~out.any(-1)
+    return float(np.where(both_zero, 1.0, cosines).min())
 
 
 def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],

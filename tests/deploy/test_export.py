@@ -59,6 +59,13 @@ def test_comparison_reports_the_lowest_row_cosine_at_real_positions():
     mask = np.array([[1, 1, 1], [1, 1, 0]])
     assert compare_outputs({"s": scores}, {"s": off}, mask).min_cosine == pytest.approx(1.0)
     assert compare_outputs({"s": scores}, {"s": off}, np.ones((2, 3))).min_cosine == pytest.approx(-1.0)
+    # (B, T) weights: a row of zeros on both sides agrees (no weighing pair in a short text) ...
+    weights = np.array([[0.0, 0.5, 0.2, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    assert compare_outputs({"w": weights}, {"w": weights * 1.01}, np.ones((2, 4))).min_cosine == pytest.approx(1.0)
+    # ... a row of zeros against one that weighs something does not
+    lost = weights.copy()
+    lost[0] = 0.0
+    assert compare_outputs({"w": weights}, {"w": lost}, np.ones((2, 4))).min_cosine == pytest.approx(0.0)
 
 
 @pytest.mark.parametrize("name", ["text-classification", "ner-crf", "question-answering"])

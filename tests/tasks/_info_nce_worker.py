@@ -37,7 +37,12 @@ def hybrid_info_nce_worker(rank: int, world: int, port: int, q, p, qs, ps, out_d
         sizes = [3, 2]
         start = sum(sizes[:rank])
         local = [t[start:start + sizes[rank]].clone().requires_grad_(True) for t in (q, p, qs, ps)]
-        loss = hybrid_info_nce(local[0], local[1], None, local[2], local[3], None, 0.1)
+        qs_keys, ps_keys = (torch.arange(t.shape[1]).expand(t.shape[0], -1) for t in local[2:])
+        ps_weights = local[3]
+        if rank == 0:  # rows one key longer here (key 0 at weight 0, which adds nothing): padded when gathered
+            ps_keys = torch.cat([ps_keys, torch.zeros(len(ps_keys), 1, dtype=torch.long)], 1)
+            ps_weights = torch.cat([ps_weights, torch.zeros(len(ps_keys), 1)], 1)
+        loss = hybrid_info_nce(local[0], local[1], None, (qs_keys, local[2]), (ps_keys, ps_weights), None, 0.1)
         (loss * sizes[rank] / sum(sizes)).backward()
         torch.save({"loss": loss.detach(), "grads": [t.grad for t in local]}, f"{out_dir}/rank{rank}.pt")
     finally:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from nlp._common import ConfigError, DataError
 from nlp.models import ErnieConfig
-from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding, hybrid_info_nce, sparse_vectors
+from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding, hybrid_info_nce, shared_sparse_vectors
 from nlp.tasks.embedding.metrics import (lexical_pair_scores, lexical_scores, pooled_sparse_vector,
                                          retrieval_metrics, sparse_vector, sts_metrics)
 from nlp.tasks.embedding.pipeline import EmbeddingIndex, FeatureExtractionPipeline, SentenceSimilarityPipeline
@@ -118,14 +118,21 @@ def test_token_weights_skip_cls_sep_and_padding():
     assert dense(ids, mask).token_weights is None and not dense.has_lexical_weights
 
 
-def test_sparse_vectors_take_the_max_per_id():
-    ids = torch.tensor([[3, 4, 3, 0]])
+def test_shared_sparse_vectors_take_the_max_per_key_over_the_keys_of_every_group():
+    keys = torch.tensor([[3, 4, 3, 0]])
     w = torch.tensor([[0.2, 0.7, 0.5, 0.0]], requires_grad=True)
-    v = sparse_vectors(ids, w, 6)
-    assert v.tolist() == [[0.0, 0.0, 0.0, pytest.approx(0.5), pytest.approx(0.7), 0.0]]
+    other = (torch.tensor([[9, 3]]), torch.tensor([[1.0, 2.0]]))
+    v, o = shared_sparse_vectors((keys, w), other)  # columns: the keys 0, 3, 4, 9
+    assert v.tolist() == [[0.0, pytest.approx(0.5), pytest.approx(0.7), 0.0]]
+    assert o.tolist() == [[0.0, 2.0, 0.0, 1.0]]
     v.sum().backward()
-    # the max of each id gets the gradient (a weight of 0, a masked token's, ties with the empty slot)
+    # the max of each key gets the gradient (a weight of 0, a masked token's, ties with the empty slot)
     assert w.grad[0, :3].tolist() == [0.0, 1.0, 1.0]
+
+
+def _dense_terms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of weights over the keys 0..n-1: a sparse vector written out densely."""
+    return torch.arange(x.shape[1]).expand(x.shape[0], -1), x
 
 
 def test_hybrid_loss_is_the_mean_of_dense_lexical_and_summed_infonce():
@@ -137,7 +144,7 @@ def test_hybrid_loss_is_the_mean_of_dense_lexical_and_summed_infonce():
     lexical = qs @ torch.cat([ps, ns]).T
     target = torch.arange(3)
     expected = sum(F.cross_entropy(s / t, target) for s in (dense, lexical, dense + lexical)) / 3
-    got = hybrid_info_nce(q, p, n, qs, ps, ns, t)
+    got = hybrid_info_nce(q, p, n, _dense_terms(qs), _dense_terms(ps), _dense_terms(ns), t)
     assert got.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
@@ -173,7 +180,8 @@ def test_hybrid_loss_gathers_across_processes(tmp_path):
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
     whole_inputs = [t.clone().requires_grad_(True) for t in (q, p, qs, ps)]
-    whole = hybrid_info_nce(whole_inputs[0], whole_inputs[1], None, whole_inputs[2], whole_inputs[3], None, 0.1)
+    whole = hybrid_info_nce(whole_inputs[0], whole_inputs[1], None, _dense_terms(whole_inputs[2]),
+                            _dense_terms(whole_inputs[3]), None, 0.1)
     whole.backward()
     assert (r0["loss"] * 3 + r1["loss"] * 2).item() / 5 == pytest.approx(whole.item(), rel=1e-6)
     for k, t in enumerate(whole_inputs):
@@ -308,8 +316,8 @@ def test_a_long_text_is_searched_by_its_best_window(model_dir, tmp_path):
     qv, qs = sim._encode([query], True, truncate=False, stride=None)
     qv = qv[0] / np.linalg.norm(qv[0])
     per_text: dict[int, float] = {}
-    for ids, owner, vec, weights in windows:
-        ws = sparse_vector(ids, weights)
+    for _, owner, vec, terms in windows:
+        ws = sparse_vector(*terms)
         score = float(vec @ qv / np.linalg.norm(vec)) + float(lexical_scores(qs, [ws])[0, 0])
         per_text[owner] = max(per_text.get(owner, -1e9), score)
     hits = sim.search(query, index, top_k=3)

@@ -1,7 +1,8 @@
-"""An embedding model with lexical weights through the `nlp` command: fine-tuned on the
-built-in inews-titles (a few steps on the shipped ernie-tiny-zh, the titles recipe), scored by
-the hybrid score, exported (fp32 and int8: `token_weights` beside `sentence_embedding`) and
-served (TEI's /embed_sparse, and /similarity by the hybrid score)."""
+"""An embedding model with lexical (token and bigram) weights through the `nlp` command:
+fine-tuned on the built-in inews-titles (a few steps on the shipped ernie-tiny-zh, the titles
+recipe), scored by the hybrid score, exported (fp32 and int8: `token_weights` and
+`bigram_weights` beside `sentence_embedding`) and served (TEI's /embed_sparse, and /similarity
+by the hybrid score)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def run(tmp_path_factory) -> Path:
 
 def test_it_trains_with_lexical_weights_and_scores_hybrid(run):
     model = run / "run" / "model"
-    assert json.loads((model / "config.json").read_text())["lexical_weights"] is True
+    config = json.loads((model / "config.json").read_text())
+    assert config["lexical_weights"] is True and config["lexical_bigrams"] is True
     results = json.loads((run / "run" / "results.json").read_text(encoding="utf-8"))
     assert 0.0 < results["test"]["mrr"] <= 1.0
     scores = json.loads(run_nlp("evaluate", str(run / "run"), "--data", "test", "--max-samples", "24").stdout)
@@ -56,6 +58,7 @@ def test_predict_writes_vectors_and_lexical_weights(run):
     np.testing.assert_allclose(lines[0]["embedding"], local(TEXTS[0]), atol=1e-5)
     want = local.lexical_weights(TEXTS[0], as_tokens=True)
     assert list(lines[0]["lexical_weights"]) == list(want)  # tokens, heaviest first
+    assert any(" " in t for t in want)  # pairs of tokens too ("北 京")
     assert list(lines[0]["lexical_weights"].values()) == pytest.approx(list(want.values()), rel=1e-5)
 
 
@@ -64,8 +67,10 @@ def test_export_carries_the_token_weights(run, quantize):
     out = run / f"export-{quantize or 'fp32'}"
     run_nlp("export", str(run / "run"), "--out", str(out), *(["--quantize", quantize] if quantize else []))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    assert [o["name"] for o in manifest["outputs"]] == ["sentence_embedding", "token_weights"]
-    assert manifest["outputs"][1]["shape"] == ["batch", "sequence"]
+    assert [o["name"] for o in manifest["outputs"]] == ["sentence_embedding", "token_weights", "bigram_weights"]
+    assert manifest["outputs"][1]["shape"] == manifest["outputs"][2]["shape"] == ["batch", "sequence"]
+    if quantize:  # every output's rows by cosine, the weight rows of short texts included
+        assert manifest["check"]["int8"]["min_cosine"] >= 0.9
     torch_pipe = nlp.pipeline("sentence-similarity", model=str(run / "run" / "model"))
     onnx_pipe = nlp.pipeline("sentence-similarity", model=str(out))
     ours, theirs = torch_pipe.lexical_weights(TEXTS), onnx_pipe.lexical_weights(TEXTS)
@@ -84,10 +89,10 @@ def test_it_serves_embed_sparse_and_hybrid_similarity(run):
         r = httpx.post(url + "/embed_sparse", json={"inputs": TEXTS[:2]}, timeout=60)
         assert r.status_code == 200, r.text
         served = r.json()
-        assert len(served) == 2
+        assert len(served) == 2 and any(e["index"] >= 2**32 for e in served[0] + served[1])  # pairs' keys
         for entries, text in zip(served, TEXTS):
             want = local.lexical_weights(text)
-            assert [e["index"] for e in entries] == sorted(want)
+            assert [e["index"] for e in entries] == sorted(want)  # bigram keys too, exact through JSON
             assert [e["value"] for e in entries] == pytest.approx([want[e["index"]] for e in entries], rel=1e-4)
         one = httpx.post(url + "/embed_sparse", json={"inputs": TEXTS[0], "truncate": True}, timeout=60)
         assert one.status_code == 200 and len(one.json()) == 1

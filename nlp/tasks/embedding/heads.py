@@ -31,6 +31,13 @@ data then adds InfoNCE on the lexical scores and on the hybrid scores to the den
 mean of the three), so exact matches of rare names, which a small model's mean-pooled vector
 blurs, count again. The layer is saved as `lexical_linear.*` (transformers' `AutoModel`
 ignores it and still loads the backbone).
+
+Bigram weights (config.json `lexical_bigrams: true`, with lexical weights): a second linear
+layer weighs each pair of adjacent tokens from their two hidden states, relu(w . [h_t; h_t+1] +
+b), and the pair joins the sparse vector under its own key (metrics.bigram_keys), so a
+character model matches words and names as units, as a character-bigram BM25 does. Position t
+of `bigram_weights` is the pair (t, t + 1); a pair with [CLS], [SEP] or padding weighs 0. Saved
+as `bigram_linear.*`.
 """
 
 from __future__ import annotations
@@ -44,9 +51,10 @@ import torch.nn.functional as F
 
 from nlp._common import ConfigError, DataError, atomic_write
 from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
+from nlp.tasks.embedding.metrics import bigram_keys
 
 __all__ = ["ErnieForSentenceEmbedding", "SentenceEmbeddingOutput", "POOLING_MODES", "info_nce", "cosent",
-           "sparse_vectors", "hybrid_info_nce"]
+           "lexical_terms", "shared_sparse_vectors", "hybrid_info_nce"]
 
 POOLING_MODES = ("mean", "cls")
 DEFAULT_TEMPERATURE = 0.05  # SimCSE's and bge's value: sharp enough that hard negatives matter
@@ -56,11 +64,13 @@ _COSENT_SCALE = 20.0  # CoSENT's lambda: cosines in [-1, 1] scaled to logits
 @dataclass
 class SentenceEmbeddingOutput:
     """`sentence_embedding` (B, H) for (B, T) inputs, (B, K, H) for (B, K, T); `loss` in training;
-    `token_weights` (B, T) / (B, K, T), each token's lexical weight, for a model with them."""
+    `token_weights` (B, T) / (B, K, T), each token's lexical weight, for a model with them;
+    `bigram_weights` likewise, position t weighing the tokens t and t + 1 together."""
 
     loss: torch.Tensor | None
     sentence_embedding: torch.Tensor
     token_weights: torch.Tensor | None = None
+    bigram_weights: torch.Tensor | None = None
 
 
 def _gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -100,29 +110,68 @@ def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Te
     return F.cross_entropy(logits, target)
 
 
-def sparse_vectors(input_ids: torch.Tensor, token_weights: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """(N, T) token ids and their weights -> (N, vocab_size) sparse vectors as dense rows: per
-    id, the largest weight of its tokens (0 for ids the text lacks). Differentiable."""
-    out = token_weights.new_zeros(input_ids.shape[0], vocab_size)
-    return out.scatter_reduce(1, input_ids.long(), token_weights, reduce="amax", include_self=True)
+Terms = tuple[torch.Tensor, torch.Tensor]  # (N, L) keys (token ids, bigram keys) and their (N, L) weights
+
+
+def lexical_terms(input_ids: torch.Tensor, token_weights: torch.Tensor,
+                  bigram_weights: torch.Tensor | None = None) -> Terms:
+    """(N, T) token ids and weights (and bigram weights) -> (N, L) keys and weights: the tokens,
+    then (with bigrams) each adjacent pair under its bigram key (L = 2T - 1)."""
+    keys, weights = input_ids.long(), token_weights
+    if bigram_weights is None:
+        return keys, weights
+    pairs = bigram_keys(keys[:, :-1], keys[:, 1:])
+    return torch.cat([keys, pairs], 1), torch.cat([weights, bigram_weights[:, :-1]], 1)
+
+
+def shared_sparse_vectors(*terms: Terms) -> list[torch.Tensor]:
+    """Each (keys, weights) group -> (N, U) sparse vectors as dense rows over the U keys that
+    occur in any group: per key, the largest weight of its occurrences (0 where a text lacks
+    it). Differentiable; their dot products are the lexical scores."""
+    keys = torch.cat([k.reshape(-1) for k, _ in terms])
+    columns, inverse = torch.unique(keys, return_inverse=True)
+    out, start = [], 0
+    for k, w in terms:
+        index = inverse[start:start + k.numel()].view(k.shape)
+        start += k.numel()
+        rows = w.new_zeros(k.shape[0], len(columns))
+        out.append(rows.scatter_reduce(1, index, w, reduce="amax", include_self=True))
+    return out
 
 
 def hybrid_info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,
-                    query_sparse: torch.Tensor, positive_sparse: torch.Tensor, negative_sparse: torch.Tensor | None,
+                    query_terms: Terms, positive_terms: Terms, negative_terms: Terms | None,
                     temperature: float) -> torch.Tensor:
     """The mean of three InfoNCE losses over the same (global) candidates: on cosines, on lexical
-    scores (sparse dot products) and on their sum, each divided by `temperature`."""
+    scores (sparse dot products of the texts' `lexical_terms`) and on their sum, each divided
+    by `temperature`."""
     q = F.normalize(queries.float(), dim=-1)
     dense_cands, offset = _gather_with_grad(F.normalize(positives.float(), dim=-1))
-    sparse_cands, _ = _gather_with_grad(positive_sparse.float())
+    cand_terms = [_gather_terms(positive_terms)]
     if negatives is not None and negatives.numel():
         dense_cands = torch.cat([dense_cands, _gather_with_grad(F.normalize(negatives.float(), dim=-1))[0]])
-        sparse_cands = torch.cat([sparse_cands, _gather_with_grad(negative_sparse.float())[0]])
+        cand_terms.append(_gather_terms(negative_terms))
+    query_sparse, *cand_sparse = shared_sparse_vectors(query_terms, *cand_terms)
     dense = q @ dense_cands.T
-    lexical = query_sparse.float() @ sparse_cands.T
+    lexical = query_sparse @ torch.cat(cand_sparse).T
     target = torch.arange(q.shape[0], device=q.device) + offset
     losses = [F.cross_entropy(scores / temperature, target) for scores in (dense, lexical, dense + lexical)]
     return sum(losses) / 3
+
+
+def _gather_terms(terms: Terms) -> Terms:
+    """Every process's (keys, weights) rows, as `_gather_with_grad` (the weights keep their
+    gradient); rows of different lengths are padded with key 0 at weight 0, which adds nothing."""
+    import torch.distributed as dist
+
+    keys, weights = terms[0], terms[1].float()
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        longest = torch.tensor([keys.shape[1]], device=keys.device)
+        dist.all_reduce(longest, op=dist.ReduceOp.MAX)
+        extra = int(longest) - keys.shape[1]
+        if extra:
+            keys, weights = F.pad(keys, (0, extra)), F.pad(weights, (0, extra))
+    return _gather_with_grad(keys)[0], _gather_with_grad(weights)[0]
 
 
 def cosent(first: torch.Tensor, second: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -154,7 +203,14 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
         self.pooling = pooling
         self.temperature = float(temperature)
         self.backbone = ErnieModel(config, add_pooling_layer=False)
+        bigrams = config.extra.setdefault("lexical_bigrams", False)
+        if not isinstance(bigrams, bool):
+            raise ConfigError(f"lexical_bigrams must be true or false, got {bigrams!r}")
+        if bigrams and not lexical:
+            raise ConfigError("lexical_bigrams: true weighs token pairs beside single tokens and needs "
+                              "lexical_weights: true too (model.config.lexical_weights=true)")
         self.lexical_linear = torch.nn.Linear(config.hidden_size, 1) if lexical else None
+        self.bigram_linear = torch.nn.Linear(2 * config.hidden_size, 1) if bigrams else None
         self.post_init()
 
     @property
@@ -162,27 +218,37 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
         return self.lexical_linear is not None
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-              token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+              token_type_ids: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """(B, T) token ids -> (B, H) pooled vectors (mean over the attended tokens, or [CLS]),
-        and the (B, T) lexical weights of a model with them (else None)."""
+        the (B, T) lexical weights of a model with them and its (B, T) bigram weights (each
+        None for a model without)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         x = self.backbone(input_ids, attention_mask, token_type_ids).last_hidden_state  # (B, T, H)
-        weights = self._token_weights(x, attention_mask) if self.lexical_linear is not None else None
+        weights = pairs = None
+        if self.lexical_linear is not None:
+            weights, pairs = self._token_weights(x, attention_mask)
         if self.pooling == "cls":
-            return x[:, 0], weights
+            return x[:, 0], weights, pairs
         mask = attention_mask.to(x.dtype).unsqueeze(-1)  # (B, T, 1)
-        return (x * mask).sum(1) / mask.sum(1).clamp(min=1.0), weights
+        return (x * mask).sum(1) / mask.sum(1).clamp(min=1.0), weights, pairs
 
-    def _token_weights(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """relu(linear(h)) per token; 0 for padding and for each row's first and last attended
-        token (the [CLS] and [SEP] the tokenizer adds)."""
+    def _token_weights(self, hidden: torch.Tensor,
+                       attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """relu(linear(h)) per token, 0 for padding and for each row's first and last attended
+        token (the [CLS] and [SEP] the tokenizer adds); with bigrams, relu(linear([h_t; h_t+1]))
+        per position t, 0 unless tokens t and t + 1 both weigh (the last position: 0)."""
         weights = torch.relu(self.lexical_linear(hidden).squeeze(-1)).float()  # (B, T)
         mask = attention_mask.bool()
         positions = torch.arange(mask.shape[1], device=mask.device)
         last = mask.long().sum(1, keepdim=True) - 1  # right padding
         keep = mask & (positions > 0) & (positions[None, :] != last)
-        return weights * keep
+        if self.bigram_linear is None:
+            return weights * keep, None
+        both = torch.cat([hidden[:, :-1], hidden[:, 1:]], -1)  # (B, T - 1, 2H)
+        pairs = torch.relu(self.bigram_linear(both).squeeze(-1)).float() * (keep[:, :-1] & keep[:, 1:])
+        return weights * keep, F.pad(pairs, (0, 1))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,
@@ -190,8 +256,9 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
         if input_ids.dim() == 2:
             if labels is not None:
                 raise DataError("labels need texts in groups: input_ids of shape (batch, texts, sequence)")
-            emb, weights = self.embed(input_ids, attention_mask, token_type_ids)
-            return SentenceEmbeddingOutput(loss=None, sentence_embedding=emb, token_weights=weights)
+            emb, weights, pairs = self.embed(input_ids, attention_mask, token_type_ids)
+            return SentenceEmbeddingOutput(loss=None, sentence_embedding=emb, token_weights=weights,
+                                           bigram_weights=pairs)
         if input_ids.dim() != 3:
             raise DataError(f"input_ids must be (batch, sequence) or (batch, texts, sequence), "
                             f"got {tuple(input_ids.shape)}")
@@ -213,32 +280,36 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
                 None if t is None else t.expand(B, 2, T) for t in (input_ids, attention_mask, token_type_ids))
             K = 2
         flat = [None if t is None else t.reshape(B * K, T) for t in (input_ids, attention_mask, token_type_ids)]
-        emb, weights = self.embed(*flat)
+        emb, weights, pairs = self.embed(*flat)
         emb = emb.view(B, K, -1)  # (B, K, H)
-        weights = None if weights is None else weights.view(B, K, T)
+        terms = None if weights is None else lexical_terms(flat[0], weights, pairs)
+        weights, pairs = (None if t is None else t.view(B, K, T) for t in (weights, pairs))
         loss = None
         if K >= 2:
-            loss = self._loss(emb, labels, input_ids if weights is not None else None, weights)
+            loss = self._loss(emb, labels, terms)
         if simcse:
             emb = emb[:, :1]
-            weights = None if weights is None else weights[:, :1]
-        return SentenceEmbeddingOutput(loss=loss, sentence_embedding=emb, token_weights=weights)
+            weights, pairs = (None if t is None else t[:, :1] for t in (weights, pairs))
+        return SentenceEmbeddingOutput(loss=loss, sentence_embedding=emb, token_weights=weights,
+                                       bigram_weights=pairs)
 
-    def _loss(self, emb: torch.Tensor, labels: torch.Tensor | None, input_ids: torch.Tensor | None,
-              weights: torch.Tensor | None) -> torch.Tensor:
+    def _loss(self, emb: torch.Tensor, labels: torch.Tensor | None, terms: Terms | None) -> torch.Tensor:
+        """CoSENT for scored pairs; InfoNCE for (query, positive[, negatives]), hybrid with the
+        texts' (B * K, L) lexical terms for a model with lexical weights."""
         if labels is not None:
             if emb.shape[1] != 2:
                 raise DataError(f"scored pairs need exactly 2 texts per example, got {emb.shape[1]}")
             return cosent(emb[:, 0], emb[:, 1], labels.reshape(-1))
         negatives = emb[:, 2:].reshape(-1, emb.shape[-1]) if emb.shape[1] > 2 else None
-        if weights is None:
+        if terms is None:
             return info_nce(emb[:, 0], emb[:, 1], negatives, self.temperature)
-        B, K, T = input_ids.shape
-        sparse = sparse_vectors(input_ids.reshape(B * K, T), weights.reshape(B * K, T),
-                                self.config.vocab_size).view(B, K, -1)
-        negative_sparse = sparse[:, 2:].reshape(-1, sparse.shape[-1]) if K > 2 else None
-        return hybrid_info_nce(emb[:, 0], emb[:, 1], negatives, sparse[:, 0], sparse[:, 1], negative_sparse,
-                               self.temperature)
+        B, K = emb.shape[:2]
+        keys, weights = (t.view(B, K, -1) for t in terms)
+        negative_terms = None
+        if K > 2:
+            negative_terms = tuple(t[:, 2:].reshape(B * (K - 2), -1) for t in (keys, weights))
+        return hybrid_info_nce(emb[:, 0], emb[:, 1], negatives, (keys[:, 0], weights[:, 0]),
+                               (keys[:, 1], weights[:, 1]), negative_terms, self.temperature)
 
     def save_pretrained(self, directory) -> Path:
         """config.json + model.safetensors, plus sentence-transformers' module files."""

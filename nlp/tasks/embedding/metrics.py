@@ -6,8 +6,10 @@ document, `recall@k` is the share of queries whose relevant document ranks in th
 cosine (or by hybrid score, cosine + lexical score, for a model with lexical weights), and MRR
 the mean of 1/rank (no cut-off).
 
-A text's lexical (sparse) vector is a pair of arrays: its distinct token ids, ascending, and
-each one's weight (the largest of its tokens' weights; ids of weight 0 are left out).
+A text's lexical (sparse) vector is a pair of arrays: its distinct keys, ascending, and each
+one's weight (the largest of its occurrences' weights; keys of weight 0 are left out). A key is a
+token id, or for a model with bigram weights also a pair of adjacent token ids (a, b), keyed
+(a + 1) * 2**32 + b (`bigram_keys`): above every token id, so the two kinds never meet.
 """
 
 from __future__ import annotations
@@ -19,10 +21,43 @@ import numpy as np
 from nlp._common import DataError
 
 __all__ = ["spearman", "retrieval_metrics", "rank_metrics", "cosine_matrix", "sts_metrics", "SparseVector",
-           "sparse_vector", "pooled_sparse_vector", "lexical_scores", "lexical_pair_scores"]
+           "sparse_vector", "pooled_sparse_vector", "lexical_scores", "lexical_pair_scores", "BIGRAM_BASE",
+           "bigram_keys", "split_key", "lexical_terms"]
 
-SparseVector = tuple[np.ndarray, np.ndarray]  # (distinct token ids ascending, their weights)
-_CHUNK_ROWS = 1024  # rows of a dense (rows, vocabulary) block built at a time
+SparseVector = tuple[np.ndarray, np.ndarray]  # (distinct keys ascending, their weights)
+BIGRAM_BASE = 1 << 32  # bigram (a, b) -> (a + 1) * BIGRAM_BASE + b: above any token id (< 2**32)
+_CHUNK_ROWS = 1024  # query rows scored at a time
+
+
+def bigram_keys(first, second):
+    """The keys of adjacent token-id pairs (first[i], second[i]): numpy arrays or torch tensors of
+    int64, elementwise. Below 2**53 for vocabularies of fewer than 2**21 - 1 ids (two million), so
+    exact as JSON numbers."""
+    return (first + 1) * BIGRAM_BASE + second
+
+
+def split_key(key: int) -> tuple[int, ...]:
+    """A key's token ids: (id,) for a token, (a, b) for a bigram."""
+    key = int(key)
+    return (key,) if key < BIGRAM_BASE else (key // BIGRAM_BASE - 1, key % BIGRAM_BASE)
+
+
+def lexical_terms(token_ids: Sequence[int] | np.ndarray, token_weights: Sequence[float] | np.ndarray,
+                  bigram_weights: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One window's (keys, weights) before pooling: each token's id and weight, and with
+    `bigram_weights` (position t: the pair of tokens t and t + 1) each adjacent pair's key and
+    weight. `sparse_vector` of the result is the window's sparse vector."""
+    ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+    weights = np.asarray(token_weights, dtype=np.float32).reshape(-1)
+    if ids.shape != weights.shape:
+        raise DataError(f"{len(ids)} token ids but {len(weights)} weights")
+    if bigram_weights is None:
+        return ids, weights
+    pair_weights = np.asarray(bigram_weights, dtype=np.float32).reshape(-1)
+    if pair_weights.shape != ids.shape:
+        raise DataError(f"{len(ids)} token ids but {len(pair_weights)} bigram weights")
+    keys = bigram_keys(ids[:-1], ids[1:])
+    return np.concatenate([ids, keys]), np.concatenate([weights, pair_weights[:-1]])
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -117,8 +152,9 @@ def retrieval_metrics(queries: np.ndarray, documents: np.ndarray, relevant: Sequ
 
 
 def sparse_vector(token_ids: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray) -> SparseVector:
-    """One text's tokens and their lexical weights -> its sparse vector: per distinct id, the
-    largest weight; ids whose weight is 0 (padding, [CLS], [SEP], relu's zeros) are dropped."""
+    """One text's tokens (or `lexical_terms` keys) and their lexical weights -> its sparse
+    vector: per distinct key, the largest weight; keys whose weight is 0 (padding, [CLS], [SEP],
+    relu's zeros) are dropped."""
     ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
     w = np.asarray(weights, dtype=np.float32).reshape(-1)
     if ids.shape != w.shape:
@@ -151,25 +187,28 @@ def pooled_sparse_vector(windows: Sequence[tuple[Sequence[int], Sequence[float],
     return unique.astype(np.int64), sums.astype(np.float32)
 
 
-def _dense_block(rows: Sequence[SparseVector], vocab: int) -> np.ndarray:
-    block = np.zeros((len(rows), vocab), dtype=np.float32)
-    for r, (ids, w) in enumerate(rows):
-        block[r, ids] = w
-    return block
+def _csr(rows: Sequence[SparseVector], columns: np.ndarray):
+    """The rows as a scipy CSR matrix over `columns` (every key of `rows`, ascending)."""
+    from scipy.sparse import csr_matrix
+
+    indptr = np.cumsum([0] + [len(ids) for ids, _ in rows])
+    keys = np.concatenate([ids for ids, _ in rows]) if rows else np.zeros(0, dtype=np.int64)
+    values = np.concatenate([w for _, w in rows]).astype(np.float32) if rows else np.zeros(0, dtype=np.float32)
+    return csr_matrix((values, np.searchsorted(columns, keys), indptr), shape=(len(rows), len(columns)))
 
 
 def lexical_scores(queries: Sequence[SparseVector], documents: Sequence[SparseVector]) -> np.ndarray:
     """(n, m) lexical scores: the dot products of the queries' and the documents' sparse vectors
-    (the weights of the token ids each pair shares), built in blocks of bounded size."""
+    (the weights of the keys each pair shares), as sparse matrix products over the keys they
+    use, `_CHUNK_ROWS` queries at a time."""
     out = np.zeros((len(queries), len(documents)), dtype=np.float32)
-    ids = [v[0] for v in (*queries, *documents) if len(v[0])]
-    if not ids:
+    keys = [v[0] for v in (*queries, *documents) if len(v[0])]
+    if not keys:
         return out
-    vocab = int(max(int(i[-1]) for i in ids)) + 1
+    columns = np.unique(np.concatenate(keys))
+    docs_t = _csr(documents, columns).T.tocsr()
     for i in range(0, len(queries), _CHUNK_ROWS):
-        q = _dense_block(queries[i:i + _CHUNK_ROWS], vocab)
-        for j in range(0, len(documents), _CHUNK_ROWS):
-            out[i:i + _CHUNK_ROWS, j:j + _CHUNK_ROWS] = q @ _dense_block(documents[j:j + _CHUNK_ROWS], vocab).T
+        out[i:i + _CHUNK_ROWS] = (_csr(queries[i:i + _CHUNK_ROWS], columns) @ docs_t).toarray()
     return out
 
 

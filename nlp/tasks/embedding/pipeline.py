@@ -20,7 +20,9 @@ each text a sparse vector, {token id: weight}: per window the largest weight of 
 token, and over a long text's windows their mean weighted by token counts, as for its vector.
 Its similarity pipeline then scores by the hybrid score the model was trained on, cosine +
 lexical score (`scoring="hybrid"`, the default for it); `scoring="dense"` and
-`scoring="lexical"` use one part alone.
+`scoring="lexical"` use one part alone. A model with bigram weights (`lexical_bigrams: true`)
+adds each pair of adjacent tokens to the sparse vector under its bigram key (metrics.py);
+`lexical_weights(as_tokens=True)` shows such a pair as its two tokens joined by a space.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from nlp._common import ConfigError, DataError, atomic_write
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
-from nlp.tasks.embedding.metrics import (SparseVector, lexical_pair_scores, lexical_scores, pooled_sparse_vector,
-                                         sparse_vector)
+from nlp.tasks.embedding.metrics import (SparseVector, lexical_pair_scores, lexical_scores, lexical_terms,
+                                         pooled_sparse_vector, sparse_vector, split_key)
 
 __all__ = ["FeatureExtractionPipeline", "SentenceSimilarityPipeline", "EmbeddingIndex", "SCORINGS"]
 
@@ -64,7 +66,8 @@ class FeatureExtractionPipeline(Pipeline):
 
     def _row(self, out: dict[str, np.ndarray], j: int, length: int) -> Any:
         if "token_weights" in out:
-            return out["sentence_embedding"][j], out["token_weights"][j, :length]
+            pairs = out["bigram_weights"][j, :length] if "bigram_weights" in out else None
+            return out["sentence_embedding"][j], out["token_weights"][j, :length], pairs
         return out["sentence_embedding"][j]
 
     def __call__(self, texts: str | Sequence[str], *, normalize: bool = True, truncate: bool = False,
@@ -99,8 +102,9 @@ class FeatureExtractionPipeline(Pipeline):
     def _weights_dict(self, vector: SparseVector, as_tokens: bool) -> dict[Any, float]:
         ids, weights = vector
         order = np.argsort(-weights, kind="stable")
-        keys = ([int(i) for i in ids[order]] if not as_tokens
-                else self.tokenizer.convert_ids_to_tokens([int(i) for i in ids[order]]))
+        keys: list[Any] = [int(i) for i in ids[order]]
+        if as_tokens:
+            keys = [" ".join(self.tokenizer.convert_ids_to_tokens(list(split_key(k)))) for k in keys]
         return {k: float(w) for k, w in zip(keys, weights[order])}
 
     def _need_lexical_weights(self) -> None:
@@ -117,13 +121,13 @@ class FeatureExtractionPipeline(Pipeline):
         hidden = self.config.hidden_size
         sums = np.zeros((len(texts), hidden), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)
-        parts: list[list[tuple[list[int], np.ndarray, float]]] = [[] for _ in texts]
-        for ids, owner, vec, token_weights in windows:
+        parts: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in texts]
+        for ids, owner, vec, terms in windows:
             w = float(len(ids))
             sums[owner] += w * np.asarray(vec, dtype=np.float64)
             weights[owner] += w
-            if token_weights is not None:
-                parts[owner].append((ids, token_weights, w))
+            if terms is not None:
+                parts[owner].append((*terms, w))
         vectors = (sums / np.maximum(weights, 1.0)[:, None]).astype(np.float32)
         if normalize:
             vectors = _normalise(vectors)
@@ -132,9 +136,10 @@ class FeatureExtractionPipeline(Pipeline):
         return vectors, [pooled_sparse_vector(p) for p in parts]
 
     def _windows(self, texts: list[str], single: bool, *, truncate: bool,
-                 stride: int | None) -> list[tuple[list[int], int, np.ndarray, np.ndarray | None]]:
+                 stride: int | None) -> list[tuple[list[int], int, np.ndarray, SparseVector | None]]:
         """Each window of each text, in text order: (token ids, the text's index, its pooled
-        vector, its token weights or None). A text shorter than `max_length` is one window."""
+        vector, its `lexical_terms` (keys, weights) or None). A text shorter than `max_length`
+        is one window."""
         check_unicode(texts, "text", single)
         for i, text in enumerate(texts):
             if not text.strip():
@@ -153,8 +158,13 @@ class FeatureExtractionPipeline(Pipeline):
         rows = [{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in range(n_rows)]
         outputs = self._forward(rows)
         # padding is the pipeline's, so a row's tokens are all attended
-        return [(rows[r]["input_ids"], int(owner[r]), *(out if isinstance(out, tuple) else (out, None)))
-                for r, out in enumerate(outputs)]
+        windows = []
+        for row, text, out in zip(rows, owner, outputs):
+            if isinstance(out, tuple):  # (vector, token weights, bigram weights or None)
+                windows.append((row["input_ids"], int(text), out[0], lexical_terms(row["input_ids"], *out[1:])))
+            else:
+                windows.append((row["input_ids"], int(text), out, None))
+        return windows
 
 
 class EmbeddingIndex:
@@ -338,7 +348,7 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         vectors = np.stack([w[2] for w in windows]) if windows else np.zeros((0, hidden), dtype=np.float32)
         sparse = None
         if self.has_lexical_weights:
-            sparse = [sparse_vector(ids, weights) for ids, _, _, weights in windows]
+            sparse = [sparse_vector(*terms) for _, _, _, terms in windows]
         owners = [w[1] for w in windows]
         one_row_each = len(owners) == len(texts)  # no long text: one row per text, no owners file
         return EmbeddingIndex(vectors, texts, sparse, None if one_row_each else owners)

@@ -7,8 +7,9 @@ text-embeddings-inference's routes, with TEI's bodies and error shape:
                       -> [float, ...]          (the cosine of the source with each sentence;
                                                 cosine + lexical score for a model with lexical weights)
     POST /embed_sparse {"inputs": "text" | ["text", ...], "truncate": false}
-                      -> [[{"index": token_id, "value": weight}, ...], ...]   (a model with lexical
-                                                weights: each text's sparse vector, ids ascending)
+                      -> [[{"index": key, "value": weight}, ...], ...]   (a model with lexical
+                                                weights: each text's sparse vector, keys ascending:
+                                                token ids, and bigram keys for a model with them)
 
 Errors on these routes are TEI's `{"error": message, "error_type": ...}` ("Validation" for
 413 / 422, "Overloaded" for 429 / 503). One difference from TEI, on purpose: `truncate: false`

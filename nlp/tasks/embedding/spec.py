@@ -13,7 +13,7 @@ from nlp.tasks.embedding.builtin import builtin_datasets
 from nlp.tasks.embedding.collate import TextGroupCollator
 from nlp.tasks.embedding.data import read_embedding
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-from nlp.tasks.embedding.metrics import retrieval_metrics, sparse_vector, sts_metrics
+from nlp.tasks.embedding.metrics import lexical_terms, retrieval_metrics, sparse_vector, sts_metrics
 from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
 from nlp.tasks.embedding.serving import EmbedAdapter, EmbeddingPredictAdapter, EmbedSparseAdapter, SimilarityAdapter
 from nlp.tasks.spec import TaskSpec
@@ -51,6 +51,8 @@ class EmbeddingSpec(TaskSpec):
         outputs = dict(self.export_outputs)
         if config.extra.get("lexical_weights", False):
             outputs["token_weights"] = ("batch", "sequence")  # each token's lexical weight
+        if config.extra.get("lexical_bigrams", False):
+            outputs["bigram_weights"] = ("batch", "sequence")  # each pair (t, t + 1)'s lexical weight
         return outputs
 
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
@@ -100,8 +102,10 @@ class EmbeddingSpec(TaskSpec):
         weights = getattr(outputs, "token_weights", None)  # an exported model's outputs: only what it has
         if weights is None:
             return outputs.sentence_embedding  # (B, K, H)
-        # a model with lexical weights: the tokens and their weights too, (B, K, T) each
-        return outputs.sentence_embedding, batch["input_ids"], weights
+        # a model with lexical weights: the tokens and their (token, bigram) weights too, (B, K, T) each
+        pairs = getattr(outputs, "bigram_weights", None)
+        kept = (outputs.sentence_embedding, batch["input_ids"], weights)
+        return kept if pairs is None else (*kept, pairs)
 
     def loss_units(self, model: Any):
         return _examples_in
@@ -114,7 +118,8 @@ class EmbeddingSpec(TaskSpec):
             raise DataError("scoring embeddings needs records of two or more texts (pairs or retrieval triples)")
         sparse = None
         if lexical:  # the sparse vectors of each record's first two texts
-            sparse = tuple([sparse_vector(ids[k], weights[k]) for _, ids, weights in predictions] for k in (0, 1))
+            sparse = tuple([sparse_vector(*lexical_terms(*(t[k] for t in p[1:]))) for p in predictions]
+                           for k in (0, 1))
         if examples is not None and "score" in examples.column_names:
             return sts_metrics(emb[:, 0], emb[:, 1], examples["score"], lexical=sparse)
         # every query searches the split's positives (hard negatives are not part of the corpus)
