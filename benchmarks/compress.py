@@ -2,6 +2,7 @@
 and speed.
 
     python benchmarks/compress.py --quick                 # every row runs (figures meaningless)
+    /work/quiet python benchmarks/compress.py --shape ernie-3.0-mini-zh   # a preset's shape, random weights: speed only
     /work/quiet python benchmarks/compress.py \\
         --plain-run runs/student-plain --distilled-run runs/student-distilled
     python benchmarks/compress.py --task ner --accuracy-only \\
@@ -103,6 +104,31 @@ def _teacher(task: Task = TASKS["sentiment"]) -> Path:
         raise SystemExit("this task's teacher is not shipped: give --teacher, the 6-layer model directory that "
                          "recipes/ner-zh.yaml trains (docs/compress.md, the NER student)")
     return Path(nlp.__file__).parent / "assets" / task.teacher
+
+
+def shape_model(preset: str, work: Path, task: Task = TASKS["sentiment"]) -> Path:
+    """A model directory of a preset's shape with random weights, the task's head and the shipped
+    teacher's tokenizer and labels (its vocabulary size): for the speed columns of a shape whose
+    weights are not available offline (ERNIE 3.0's), never for its accuracy. Built once."""
+    import torch
+
+    from nlp.models import preset_config
+    from nlp.tasks import ErnieForSequenceClassification
+    from nlp.tokenizer import load_tokenizer
+
+    target = work / f"shape-{preset}"
+    if (target / "config.json").is_file():
+        return target
+    teacher = _teacher(task)
+    tok = load_tokenizer(teacher)
+    labels = json.loads((teacher / "config.json").read_text(encoding="utf-8"))["id2label"]
+    config = preset_config(preset, num_labels=len(labels), vocab_size=len(tok.get_vocab()))
+    config.id2label = {int(k): v for k, v in labels.items()}
+    config.label2id = {v: int(k) for k, v in labels.items()}
+    torch.manual_seed(0)
+    ErnieForSequenceClassification(config).save_pretrained(target)
+    tok.save_pretrained(target)
+    return target
 
 
 def _train_dev_texts(dataset: str) -> list[str]:
@@ -316,6 +342,9 @@ def main() -> None:
     p.add_argument("--teacher", default=None,
                    help="the teacher's model or run directory (default: the task's shipped model; for --task ner the "
                         "6-layer model of recipes/ner-zh.yaml, which ernie-tiny-zh-ner was distilled from)")
+    p.add_argument("--shape", default=None, metavar="PRESET",
+                   help="time a preset's shape (e.g. ernie-3.0-mini-zh) with random weights as the teacher: speed "
+                        "only (implies --no-scores); the teacher rows alone unless --rows says otherwise")
     p.add_argument("--width-run", default="runs/sentiment-narrow-ft",
                    help="the width-pruned teacher, re-trained (docs/compress.md, width pruning)")
     p.add_argument("--work-dir", default=None,
@@ -341,10 +370,17 @@ def main() -> None:
     p.add_argument("--score-samples", type=int, default=None, help=argparse.SUPPRESS)  # NER's scored examples
     args = p.parse_args()
     task = TASKS[args.task]
+    if args.shape and args.task != "sentiment":
+        p.error("--shape builds a classification model: use it with --task sentiment")
+    if args.shape and not args.row:
+        args.rows = args.rows or [r for r in task.rows if ROW_PLAN[r][0] == "teacher"]
+        args.no_scores = True
     args.rows = args.rows or list(task.rows)
     if args.row:
         return worker(args)
     work = Path(args.work_dir or task.work_dir)
+    if args.shape:
+        args.teacher = str(shape_model(args.shape, work, task))
     if args.vocab_sizes:
         return vocab_sizes(work)
     if args.quick:

@@ -93,3 +93,16 @@ def test_the_teacher_rows_run_the_teacher_given(tmp_path):
     assert paths == {"teacher-fp32": teacher}
     with pytest.raises(SystemExit, match="give --teacher"):
         compress.prepare(tmp_path, tmp_path / "plain", tmp_path / "distilled", ner, ("teacher-fp32",))
+
+
+def test_a_preset_shape_gets_random_weights_with_the_teachers_tokenizer_and_labels(tmp_path):
+    import json
+
+    target = compress.shape_model("ernie-3.0-nano-zh", tmp_path)
+    config = json.loads((target / "config.json").read_text(encoding="utf-8"))
+    teacher = json.loads((compress._teacher() / "config.json").read_text(encoding="utf-8"))
+    assert (config["hidden_size"], config["num_hidden_layers"]) == (312, 4)  # the preset's shape
+    assert config["vocab_size"] == teacher["vocab_size"] and config["id2label"] == teacher["id2label"]
+    assert (target / "vocab.txt").read_text(encoding="utf-8") == (compress._teacher() / "vocab.txt").read_text(
+        encoding="utf-8")
+    assert compress.shape_model("ernie-3.0-nano-zh", tmp_path) == target  # built once
