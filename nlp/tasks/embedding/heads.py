@@ -282,11 +282,10 @@ class ErnieForSentenceEmbedding(PreTrainedEncoder):
         flat = [None if t is None else t.reshape(B * K, T) for t in (input_ids, attention_mask, token_type_ids)]
         emb, weights, pairs = self.embed(*flat)
         emb = emb.view(B, K, -1)  # (B, K, H)
-        terms = None if weights is None else lexical_terms(flat[0], weights, pairs)
-        weights, pairs = (None if t is None else t.view(B, K, T) for t in (weights, pairs))
         loss = None
         if K >= 2:
-            loss = self._loss(emb, labels, terms)
+            loss = self._loss(emb, labels, None if weights is None else lexical_terms(flat[0], weights, pairs))
+        weights, pairs = (None if t is None else t.view(B, K, T) for t in (weights, pairs))
         if simcse:
             emb = emb[:, :1]
             weights, pairs = (None if t is None else t[:, :1] for t in (weights, pairs))

@@ -83,8 +83,9 @@ class FeatureExtractionPipeline(Pipeline):
 
     def lexical_weights(self, texts: str | Sequence[str], *, truncate: bool = False, stride: int | None = None,
                         as_tokens: bool = False) -> Any:
-        """Each text's sparse vector as a dict {token id: weight} (with `as_tokens`, {token:
-        weight}), heaviest first; one dict for one text. Needs a model with lexical weights."""
+        """Each text's sparse vector as a dict {key: weight} (token ids, and bigram keys for a
+        model with them; with `as_tokens`, {token or "token token": weight}), heaviest first; one
+        dict for one text. Needs a model with lexical weights."""
         self._need_lexical_weights()
         return self.encode(texts, truncate=truncate, stride=stride, as_tokens=as_tokens)[1]
 
@@ -103,8 +104,10 @@ class FeatureExtractionPipeline(Pipeline):
         ids, weights = vector
         order = np.argsort(-weights, kind="stable")
         keys: list[Any] = [int(i) for i in ids[order]]
-        if as_tokens:
-            keys = [" ".join(self.tokenizer.convert_ids_to_tokens(list(split_key(k)))) for k in keys]
+        if as_tokens:  # one tokenizer call for every id of every key
+            parts = [split_key(k) for k in keys]
+            tokens = iter(self.tokenizer.convert_ids_to_tokens([i for part in parts for i in part]))
+            keys = [" ".join(next(tokens) for _ in part) for part in parts]
         return {k: float(w) for k, w in zip(keys, weights[order])}
 
     def _need_lexical_weights(self) -> None:

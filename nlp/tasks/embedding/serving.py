@@ -174,7 +174,8 @@ class SimilarityAdapter(_TeiErrors):
 
 class EmbedSparseAdapter(_TeiErrors):
     """TEI's POST /embed_sparse, for a model with lexical weights: each text's sparse vector as
-    [{"index": token id, "value": weight}, ...], ids ascending (ids of weight 0 left out)."""
+    [{"index": key, "value": weight}, ...], keys ascending (token ids, and bigram keys for a model
+    with them; keys of weight 0 left out)."""
 
     summary = "Sparse lexical vectors (text-embeddings-inference's /embed_sparse; a model with lexical weights)"
     output_description = "one list of {index, value} per input, always a list of them"
