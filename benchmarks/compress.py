@@ -3,6 +3,7 @@ and speed.
 
     python benchmarks/compress.py --quick                 # every row runs (figures meaningless)
     /work/quiet python benchmarks/compress.py --shape ernie-3.0-mini-zh   # a preset's shape, random weights: speed only
+    /work/quiet python benchmarks/compress.py --static-variants     # static int8: which nodes stay float
     /work/quiet python benchmarks/compress.py \\
         --plain-run runs/student-plain --distilled-run runs/student-distilled
     python benchmarks/compress.py --task ner --accuracy-only \\
@@ -30,6 +31,10 @@ commands. Rows (each task runs its own subset, `TASKS[...].rows`):
     width-pruned        (sentiment) the teacher with half its heads and feed-forward neurons
                         (`nlp prune-width`), re-trained one epoch distilled from it (--width-run), fp32
     width-pruned-int8-dyn        that model, dynamic int8
+    static-all-int8, static-float-embeddings, static-int8-layernorm, static-int8-softmax,
+    static-int8-classifier       the teacher's static int8 with other node groups in float than
+                        teacher-int8-static's (classifier, LayerNorm, softmax): `--static-variants`
+                        runs these six rows (docs/compress.md, "The choices, measured")
 Columns: the test metric(s), the model file on disk (safetensors as saved: the shipped teachers in
 fp16, the students in fp32; model.onnx for the exports), throughput in texts/s (batches of 32
 consecutive shuffled test texts, padded to their longest, real lengths up to 128 tokens; the
@@ -67,7 +72,23 @@ ROW_PLAN = {
     "distilled-pruned-int8-static": ("distilled-pruned", "int8-static", None),
     "width-pruned": ("width", None, "fp32"),
     "width-pruned-int8-dyn": ("width", "int8", None),
+    # the teacher's static int8 with other node groups left in float (`nlp export --keep-fp32`);
+    # teacher-int8-static is the default choice: classifier, layernorm, softmax
+    "static-all-int8": ("teacher", "int8-static", None),
+    "static-float-embeddings": ("teacher", "int8-static", None),
+    "static-int8-layernorm": ("teacher", "int8-static", None),
+    "static-int8-softmax": ("teacher", "int8-static", None),
+    "static-int8-classifier": ("teacher", "int8-static", None),
 }
+# the node groups a row's export leaves in float (rows not named here: the exporter's default)
+KEEP_FP32 = {
+    "static-all-int8": (),
+    "static-float-embeddings": ("embeddings", "classifier", "layernorm", "softmax"),
+    "static-int8-layernorm": ("classifier", "softmax"),
+    "static-int8-softmax": ("classifier", "layernorm"),
+    "static-int8-classifier": ("layernorm", "softmax"),
+}
+STATIC_VARIANTS = ("teacher-int8-static", *KEEP_FP32)
 
 
 @dataclass(frozen=True)
@@ -179,6 +200,8 @@ def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentim
             kw = {}
             if quantize == "int8-static":
                 kw["calibration"] = calibration_split(source, task.dataset, split="dev", size=300)
+            if row in KEEP_FP32:
+                kw["keep_fp32"] = KEEP_FP32[row]
             export_model(source, target, quantize=quantize, force=target.exists(), **kw)
         out[row] = target
     return out
@@ -350,6 +373,8 @@ def main() -> None:
     p.add_argument("--work-dir", default=None,
                    help="exports are kept here (default: runs/compress-bench, runs/compress-bench-ner for --task ner)")
     p.add_argument("--rows", nargs="*", default=None, choices=list(ROW_PLAN), help="default: the task's rows")
+    p.add_argument("--static-variants", action="store_true",
+                   help="the teacher's static int8 with each choice of node groups left in float (rows static-*)")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--texts", type=int, default=None, help="test texts timed (default: the whole test split; sentiment's accuracy is "
@@ -375,6 +400,8 @@ def main() -> None:
     if args.shape and not args.row:
         args.rows = args.rows or [r for r in task.rows if ROW_PLAN[r][0] == "teacher"]
         args.no_scores = True
+    if args.static_variants:
+        args.rows = args.rows or list(STATIC_VARIANTS)
     args.rows = args.rows or list(task.rows)
     if args.row:
         return worker(args)

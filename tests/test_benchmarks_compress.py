@@ -106,3 +106,16 @@ def test_a_preset_shape_gets_random_weights_with_the_teachers_tokenizer_and_labe
     assert (target / "vocab.txt").read_text(encoding="utf-8") == (compress._teacher() / "vocab.txt").read_text(
         encoding="utf-8")
     assert compress.shape_model("ernie-3.0-nano-zh", tmp_path) == target  # built once
+
+
+def test_static_variant_rows_are_valid_static_exports_of_the_teacher():
+    from nlp.deploy.quantize import STATIC_KEEP_FP32, keep_fp32_groups
+
+    assert compress.STATIC_VARIANTS[0] == "teacher-int8-static"
+    choices = {STATIC_KEEP_FP32}
+    for row in compress.STATIC_VARIANTS[1:]:
+        assert compress.ROW_PLAN[row] == ("teacher", "int8-static", None)
+        keep = keep_fp32_groups("int8-static", compress.KEEP_FP32[row])  # each names real groups
+        assert set(keep) != set(STATIC_KEEP_FP32)
+        choices.add(keep)
+    assert len(choices) == len(compress.STATIC_VARIANTS)  # every row a different choice

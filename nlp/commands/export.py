@@ -10,6 +10,7 @@ EPILOG = """examples:
   nlp export runs/sentiment-reviews --out export/sentiment-s8 --quantize int8-static   # calibrated on 300 dev texts
   nlp export runs/ner --out export/ner-s8 --quantize int8-static --calibration-size 500
   nlp export my_model/ --out export/s8 --quantize int8-static --calibration reviews-zh --calibration-split dev
+  nlp export runs/x --out export/x-s8 --quantize int8-static --keep-fp32 embeddings,classifier,layernorm,softmax
   nlp export runs/ner/model --out export/ner --opset 20 --force       # replace an existing DIR
   nlp export runs/ner --out export/ner-portable --attention standard  # standard ONNX ops only (other runtimes)
   nlp predict export/sentiment-int8 --input reviews.txt               # then use it like a run
@@ -40,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="int8-static: the split of a --calibration dataset name (default: dev)")
     p.add_argument("--calibration-size", type=int, default=None, metavar="N",
                    help="int8-static: examples to calibrate on (default 300); the rest of the split is scored")
+    p.add_argument("--keep-fp32", default=None, metavar="GROUPS",
+                   help="int8: the node groups left in float, comma-separated, or none (quantize them all); "
+                        "default classifier (int8) and classifier,layernorm,softmax (int8-static), as measured in "
+                        "docs/compress.md; groups: embeddings, classifier, and for int8-static layernorm, softmax")
     p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
     p.add_argument("--attention", choices=["fused", "standard"], default=None,
                    help="fused (default; standard for int8-static, which has no kernel for the fused node): each "
@@ -58,6 +63,15 @@ def run(args: argparse.Namespace) -> int:
 
     from nlp._common import ConfigError
 
+    keep_fp32 = None
+    if args.keep_fp32 is not None:  # checked before the calibration data is read
+        from nlp.deploy.quantize import keep_fp32_groups
+
+        given = () if args.keep_fp32.strip() == "none" else [g.strip() for g in args.keep_fp32.split(",") if g.strip()]
+        try:
+            keep_fp32 = keep_fp32_groups(args.quantize, given)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
     calibration = None
     if args.quantize == "int8-static":
         from nlp.train.calibration import DEFAULT_CALIBRATION_SIZE, calibration_split
@@ -71,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                           f"only (got --quantize {args.quantize or 'none: fp32'})")
     print(f"exporting {args.model} -> {args.out} ...", file=sys.stderr)
     r = export_model(args.model, args.out, quantize=args.quantize, opset=args.opset, task=args.task,
-                     force=args.force, attention=args.attention, calibration=calibration)
+                     force=args.force, attention=args.attention, calibration=calibration, keep_fp32=keep_fp32)
     fp32 = r.check["fp32"]
     print(f"exported {r.task} model ({r.precision}, opset {r.opset}) to {r.out} in {r.seconds:.0f} s")
     print(f"  check on {fp32['texts']} texts: fp32 max |ONNX - PyTorch| = {fp32['max_abs_diff']:.2e} (limit 1e-4)")

@@ -65,7 +65,8 @@ from nlp.tokenizer import load_tokenizer
 from .backend import DEPLOY_EXTRA, OnnxBackend
 from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
 from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, is_export_dir, read_manifest, unlisted_files, write_manifest
-from .quantize import QUANTIZE_CHOICES, check_calibration_batches, quantize_int8, quantize_int8_static
+from .quantize import (QUANTIZE_CHOICES, check_calibration_batches, keep_fp32_groups, quantize_int8,
+                       quantize_int8_static)
 
 __all__ = ["ExportError", "ExportResult", "export_model", "MIN_OPSET", "max_opset",
            "MODEL_FILE", "ATTENTION_CHOICES"]
@@ -400,12 +401,15 @@ def _static_attention(quantize: str | None, attention: str | None) -> str:
 def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize: str | None = None,
                  opset: int | None = None, task: str | None = None, force: bool = False,
                  texts: list[str] | None = None, attention: str | None = None,
-                 calibration: Any = None) -> ExportResult:
+                 calibration: Any = None, keep_fp32: tuple[str, ...] | list[str] | None = None) -> ExportResult:
     """Export the head model of a run or model directory to `out` (see the module docstring).
     `attention`: "fused" writes each layer's self-attention as one onnxruntime Attention node
     (QAttention in int8); "standard" uses only standard ONNX ops, for other ONNX runtimes;
     None: fused, but standard for int8-static. `calibration`: int8-static's calibration batches
-    (see the module docstring).
+    (see the module docstring). `keep_fp32`: the node groups int8 leaves in float, in place of the
+    measured defaults (nlp.deploy.quantize: KEEP_FP32, the classifier, for int8; STATIC_KEEP_FP32,
+    the classifier, LayerNorm and softmax, for int8-static); groups: DYNAMIC_GROUPS and
+    STATIC_GROUPS there; () quantizes every group.
 
     Raises ConfigError for bad arguments (before any work), ExportError when the exporter fails
     or the fp32 model's logits differ from PyTorch's by more than 1e-4 on the check texts."""
@@ -420,6 +424,10 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
                           "--calibration DATA)" if calibration is None else
                           f"calibration data is used by --quantize int8-static only, not {quantize or 'fp32'}; "
                           "leave it out or quantize statically")
+    try:
+        keep_fp32 = keep_fp32_groups(quantize, keep_fp32)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     attention = _static_attention(quantize, attention)
     _check_opset(opset)
     if attention not in ATTENTION_CHOICES:
@@ -447,7 +455,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         tmp = _make_temp_dir(out)  # before any work: an --out that cannot be written fails now
         try:
             manifest, check, written_opset, fp32_bytes = _export_into(
-                tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts, calibration)
+                tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts, calibration, keep_fp32)
             model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
             (tmp / _OWNER_FILE).unlink()
             _replace_dir(tmp, out, force)
@@ -461,7 +469,8 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
 
 def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: str, task: str, spec: TaskSpec,
                  quantize: str | None, opset: int | None, attention: str,
-                 texts: list[str] | None, calibration: Any = None) -> tuple[dict[str, Any], dict[str, Any], int, int]:
+                 texts: list[str] | None, calibration: Any = None,
+                 keep_fp32: tuple[str, ...] | None = None) -> tuple[dict[str, Any], dict[str, Any], int, int]:
     """Write the export into `tmp`: (manifest, check figures, opset written, fp32 model bytes)."""
     model = spec.head.from_pretrained(model_dir).eval()
     batches = None
@@ -505,7 +514,7 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     check = {"fp32": fp32_check.as_dict()}
     if quantize is not None:
         check.update(_quantize_step(tmp, manifest, fp32_path, fp32_bytes, quantize, batches, calibration,
-                                    batch, torch_out))
+                                    batch, torch_out, keep_fp32))
     manifest["check"] = check
     manifest = write_manifest(tmp, manifest)
     return manifest, check, written_opset, fp32_bytes
@@ -513,18 +522,20 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
 
 def _quantize_step(tmp: Path, manifest: dict[str, Any], fp32_path: Path, fp32_bytes: int, quantize: str,
                    batches: list[dict] | None, calibration: Any, batch: dict[str, np.ndarray],
-                   torch_out: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Quantize the fp32 graph into MODEL_FILE (dynamic int8, or static with `batches`), drop the
+                   torch_out: dict[str, np.ndarray], keep_fp32: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Quantize the fp32 graph into MODEL_FILE (dynamic int8, or static with `batches`; `keep_fp32`:
+    the groups left in float, None for the quantizer's default), drop the
     fp32 file, record how in `manifest` (updated in place: it is the export's manifest being
     built) and return the check figures: "int8" against PyTorch on the check batch and, with a
     calibration object that can score, "held_out" (its figures on the examples not calibrated on)."""
+    kept = {} if keep_fp32 is None else {"keep_fp32": keep_fp32}
     if quantize == "int8-static":
-        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches or [])
+        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches or [], **kept)
         source = getattr(calibration, "source", None)
         if source:
             info["calibration"] = str(source)
     else:
-        info = quantize_int8(fp32_path, tmp / MODEL_FILE)
+        info = quantize_int8(fp32_path, tmp / MODEL_FILE, **kept)
     for p in list(tmp.iterdir()):
         if p.name.startswith(fp32_path.name):
             p.unlink()

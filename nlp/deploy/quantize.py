@@ -24,15 +24,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QUANTIZE_CHOICES", "KEEP_FP32", "PER_CHANNEL", "quantize_int8", "node_groups", "gemms_to_matmuls",
+from nlp._common import did_you_mean
+
+__all__ = ["QUANTIZE_CHOICES", "KEEP_FP32", "DYNAMIC_GROUPS", "PER_CHANNEL", "quantize_int8", "node_groups",
+           "gemms_to_matmuls",
            "STATIC_FORMATS", "STATIC_FORMAT", "STATIC_KEEP_FP32", "STATIC_PER_CHANNEL", "STATIC_GROUPS",
-           "quantize_int8_static", "check_calibration_batches"]
+           "quantize_int8_static", "check_calibration_batches", "keep_fp32_groups"]
 
 # int8: dynamic (activation scales per forward pass); int8-static: calibrated activation scales
 QUANTIZE_CHOICES = ("int8", "int8-static")
 # Node groups left in fp32 (see node_groups): "embeddings" (the word / token-type Gathers),
 # "classifier" (the MatMul(s) that produce the outputs).
 KEEP_FP32: tuple[str, ...] = ("classifier",)
+DYNAMIC_GROUPS = ("embeddings", "classifier")  # the groups node_groups names
 PER_CHANNEL = False
 # onnxruntime's Attention (a fused export, nlp.models.export_attention) becomes QAttention: its
 # qkv projection an int8 GEMM
@@ -163,6 +167,24 @@ STATIC_KEEP_FP32: tuple[str, ...] = ("classifier", "layernorm", "softmax")
 STATIC_PER_CHANNEL = False  # per-channel weight scales: no accuracy gain measured, slightly slower
 STATIC_GROUPS = ("embeddings", "classifier", "layernorm", "softmax")
 _STATIC_OPS = {"MatMul": None, "Gather": "embeddings", "LayerNormalization": "layernorm", "Softmax": "softmax"}
+
+
+def keep_fp32_groups(quantize: str | None, keep_fp32: Any) -> tuple[str, ...] | None:
+    """`keep_fp32` (node groups to leave in float; None: the quantizer's default) as a tuple of
+    groups `quantize` knows, or ValueError saying what is valid."""
+    if keep_fp32 is None:
+        return None
+    if quantize not in QUANTIZE_CHOICES:
+        raise ValueError("--keep-fp32 names what int8 leaves in float; it needs --quantize int8 or int8-static")
+    if isinstance(keep_fp32, str) or not hasattr(keep_fp32, "__iter__"):
+        raise ValueError(f"keep_fp32 {keep_fp32!r}: give a list of node groups, e.g. [{keep_fp32!r}]")
+    valid = STATIC_GROUPS if quantize == "int8-static" else DYNAMIC_GROUPS
+    groups = tuple(dict.fromkeys(keep_fp32))
+    unknown = [str(g) for g in groups if g not in valid]
+    if unknown:
+        raise ValueError(f"--keep-fp32 {', '.join(unknown)}: not a node group of --quantize {quantize}; valid: "
+                         f"{', '.join(valid)} (or none).{did_you_mean(unknown[0], valid)}")
+    return groups
 
 
 def check_calibration_batches(batches: Any, inputs: dict[str, tuple[str, ...]], vocab_size: int) -> list[dict]:

@@ -168,3 +168,64 @@ def test_bad_calibration_is_refused_before_any_export(tiny_run, tmp_path):
         calibration_split(tiny_run, "dev", size=0)
     with pytest.raises(ConfigError, match="no dataset or test file; give --calibration DATASET --calibration-split test"):
         calibration_split(tiny_run, "test", size=4)
+
+
+def test_keep_fp32_chooses_the_node_groups_left_in_float(tiny_run, tmp_path):
+    """The default leaves the classifier, LayerNorm and softmax float; keep_fp32 replaces that
+    choice: () quantizes LayerNorm and softmax too, "embeddings" keeps the Gathers' weights float."""
+    import onnx
+
+    batches = _batches("text-classification", tiny_run / "model", 1)
+
+    def built(name: str, keep: tuple[str, ...]) -> tuple[dict, list]:
+        r = export_model(tiny_run, tmp_path / name, quantize="int8-static", calibration=batches, keep_fp32=keep)
+        graph = onnx.load(str(r.out / "model.onnx")).graph
+        return read_manifest(r.out)["quantization"], graph
+
+    def quantized_inputs(graph, op_type: str) -> bool:  # does a DequantizeLinear feed a node of op_type?
+        dq = {o for n in graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+        return any(i in dq for n in graph.node if n.op_type == op_type for i in n.input)
+
+    q, all_int8 = built("none", ())
+    assert q["kept_fp32"] == {} and {"LayerNormalization", "Softmax"} <= set(q["ops"])
+    assert quantized_inputs(all_int8, "LayerNormalization") and quantized_inputs(all_int8, "Softmax")
+    q, default = built("default", ("classifier", "layernorm", "softmax"))
+    assert not quantized_inputs(default, "LayerNormalization") and not quantized_inputs(default, "Softmax")
+    assert quantized_inputs(default, "Gather")  # the embeddings are int8 by default
+    q, float_embeddings = built("embeddings", ("embeddings", "classifier", "layernorm", "softmax"))
+    assert set(q["kept_fp32"]) == {"embeddings", "classifier", "layernorm", "softmax"}
+    assert not quantized_inputs(float_embeddings, "Gather")
+    assert (tmp_path / "embeddings" / "model.onnx").stat().st_size > (tmp_path / "default" / "model.onnx").stat().st_size
+    # dynamic int8 takes the choice too
+    r = export_model(tiny_run, tmp_path / "d8", quantize="int8", keep_fp32=["embeddings", "classifier"])
+    assert set(read_manifest(r.out)["quantization"]["kept_fp32"]) == {"embeddings", "classifier"}
+
+
+def test_bad_keep_fp32_is_refused_before_any_export(tiny_run, tmp_path, capsys):
+    from nlp.cli import main
+
+    out = tmp_path / "s8"
+    batches = _batches("text-classification", tiny_run / "model", 1)
+    with pytest.raises(ConfigError, match="needs --quantize int8 or int8-static"):
+        export_model(tiny_run, out, keep_fp32=("classifier",))
+    with pytest.raises(ConfigError, match="layernorm: not a node group of --quantize int8; valid: embeddings, classifier"):
+        export_model(tiny_run, out, quantize="int8", keep_fp32=("layernorm",))
+    with pytest.raises(ConfigError, match="Did you mean 'softmax'"):
+        export_model(tiny_run, out, quantize="int8-static", calibration=batches, keep_fp32=("sotfmax",))
+    with pytest.raises(ConfigError, match="give a list of node groups"):
+        export_model(tiny_run, out, quantize="int8", keep_fp32="classifier")
+    assert not out.exists()
+    assert main(["export", str(tiny_run), "--out", str(out), "--quantize", "int8-static", "--keep-fp32", "classifer"]) != 0
+    err = capsys.readouterr().err
+    assert "Did you mean 'classifier'" in err and "reading" not in err and not out.exists()  # before calibration
+
+
+def test_cli_keep_fp32_none_quantizes_every_group(tiny_run, tmp_path):
+    from nlp.cli import main
+
+    assert main(["export", str(tiny_run), "--out", str(tmp_path / "s8"), "--quantize", "int8-static",
+                 "--calibration-size", "20", "--keep-fp32", "none"]) == 0
+    assert read_manifest(tmp_path / "s8")["quantization"]["kept_fp32"] == {}
+    assert main(["export", str(tiny_run), "--out", str(tmp_path / "d8"), "--quantize", "int8",
+                 "--keep-fp32", "embeddings, classifier"]) == 0
+    assert set(read_manifest(tmp_path / "d8")["quantization"]["kept_fp32"]) == {"embeddings", "classifier"}
