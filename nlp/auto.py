@@ -169,7 +169,8 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     """`nlp.pipeline("text-classification" | "token-classification" | "question-answering", model=...)`.
 
     `model` (and `tokenizer`, default: the model's directory) may be a hub name, an
-    `owner/repo` id or a local directory, or a model object / backend already loaded. An export
+    `owner/repo` id, a local model directory or a run directory (`train.output_dir` of
+    `nlp finetune`: its RUN/model), or a model object / backend already loaded. An export
     directory (written by `nlp export`) runs on onnxruntime, with the same outputs as the
     PyTorch model it came from. Other keywords go to the task's pipeline.
     A task's model-free pipelines are named by `model=` (its spec's `builtin_pipelines`):
@@ -181,6 +182,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     from nlp.tasks import get_task, list_tasks
     from nlp.tasks import pipeline as task_pipeline
     from nlp.tasks.backend import Backend
+    from nlp.tasks.model_dirs import find_model_dir
 
     if not isinstance(task, str):
         raise TypeError(f"task must be a str such as {', '.join(map(repr, list_tasks()))}; "
@@ -200,7 +202,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     if isinstance(model, (PreTrainedEncoder, Backend)):
         model_dir: Any = model
     elif isinstance(model, (str, os.PathLike)):
-        model_dir = resolve(model, **hub_kwargs)
+        model_dir = find_model_dir(resolve(model, **hub_kwargs))  # a run directory: its RUN/model
     else:
         raise TypeError(f"model must be a hub name, an owner/repo id or a local directory (str or os.PathLike), "
                         f"or a model object; got {type(model).__name__} {model!r:.60}")

@@ -47,6 +47,20 @@ def test_it_trains_and_evaluates_retrieval(run):
     assert scores["mrr"] == pytest.approx(results["test"]["mrr"], abs=1e-6)
 
 
+def test_a_pipeline_takes_the_run_directory_as_readme_shows(run, tmp_path):
+    """README: nlp.pipeline("feature-extraction", model="runs/embedding-idioms"), the run's
+    train.output_dir, is its RUN/model; a run that has not finished says so."""
+    from nlp._common import ConfigError
+
+    by_run = nlp.pipeline("feature-extraction", model=str(run / "run"))(TEXTS)
+    np.testing.assert_array_equal(by_run, nlp.pipeline("feature-extraction", model=str(run / "run" / "model"))(TEXTS))
+    unfinished = tmp_path / "unfinished"
+    (unfinished / "checkpoints").mkdir(parents=True)
+    (unfinished / "recipe.yaml").write_text("task: {name: feature-extraction}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="a run that has not finished has none yet"):
+        nlp.pipeline("feature-extraction", model=str(unfinished))
+
+
 def test_predict_writes_one_vector_per_line(run):
     path = run / "in.txt"
     path.write_text("\n".join([TEXTS[0], "", TEXTS[2]]) + "\n", encoding="utf-8")
