@@ -8,8 +8,9 @@ For each query of the split searching every document of the split (as benchmarks
     dense / lexical / hybrid   the model's cosine, lexical score, and their sum (a model with
                                lexical weights; a dense model gets the dense row only)
 each over the documents' first window (`--max-length` tokens, what training evaluates) and over
-every window of a document (the index's default: a row per window, each document scored by its
-best window), and the baselines of quality.py (TF-IDF character 1-3-grams, BM25 character
+every window of a document (the index's default: a row per window), a document scored by each
+of the search's `windows` rules: "max+mean" (the default: the mean of its best window's score
+and its windows' mean) and "max" (its best window), and the baselines of quality.py (TF-IDF character 1-3-grams, BM25 character
 1-2-grams) on the same texts.
 """
 
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     import nlp
     from nlp.tasks import load
     from nlp.tasks.embedding.metrics import rank_metrics
+    from nlp.tasks.embedding.pipeline import WINDOW_SCORES
 
     model = Path(args.model)
     model = model / "model" if (model / "model" / "config.json").is_file() else model
@@ -45,20 +47,23 @@ def main(argv: list[str] | None = None) -> int:
     gold = list(range(len(queries)))
     sim = nlp.pipeline("sentence-similarity", model=str(model), max_length=args.max_length)
     scorings = ("dense", "lexical", "hybrid") if sim.has_lexical_weights else ("dense",)
+    name = model.name if model.name != "model" else model.parent.name
     rows = []
     for windows in ("first", "all"):
         start = time.perf_counter()
         index = sim.index(documents, truncate=windows == "first")
-        for scoring in scorings:
-            hits = sim.search(queries, index, top_k=len(documents), scoring=scoring, truncate=True)
-            scores = [[0.0] * len(documents) for _ in queries]
-            for q, row in enumerate(hits):
-                for h in row:
-                    scores[q][h["corpus_id"]] = h["score"]
-            rows.append((f"{model.name if model.name != 'model' else model.parent.name} {scoring}, "
-                         f"{windows} window{'s' if windows == 'all' else ''}", rank_metrics(scores, gold)))
         print(f"# indexed {len(documents)} documents ({windows} windows) in {time.perf_counter() - start:.0f} s",
               file=sys.stderr)
+        rules = ("max",) if windows == "first" else WINDOW_SCORES  # one window each: the rules agree
+        for scoring in scorings:
+            for rule in rules:
+                hits = sim.search(queries, index, top_k=len(documents), scoring=scoring, truncate=True, windows=rule)
+                scores = [[0.0] * len(documents) for _ in queries]
+                for q, row in enumerate(hits):
+                    for h in row:
+                        scores[q][h["corpus_id"]] = h["score"]
+                label = "first window" if windows == "first" else f"all windows, {rule}"
+                rows.append((f"{name} {scoring}, {label}", rank_metrics(scores, gold)))
     if not args.no_baselines:
         from quality import _bm25_scores, _tfidf_scores
 

@@ -315,13 +315,23 @@ def test_a_long_text_is_searched_by_its_best_window(model_dir, tmp_path):
     windows = sim._windows(corpus, False, truncate=False, stride=None)
     qv, qs = sim._encode([query], True, truncate=False, stride=None)
     qv = qv[0] / np.linalg.norm(qv[0])
-    per_text: dict[int, float] = {}
+    per_window: dict[int, list[float]] = {}
     for _, owner, vec, terms in windows:
         ws = sparse_vector(*terms)
         score = float(vec @ qv / np.linalg.norm(vec)) + float(lexical_scores(qs, [ws])[0, 0])
-        per_text[owner] = max(per_text.get(owner, -1e9), score)
+        per_window.setdefault(owner, []).append(score)
+    best = {t: max(s) for t, s in per_window.items()}
+    assert len(per_window[1]) > 2 and min(per_window[1]) < best[1]  # the rules differ on text 1
+    hits = sim.search(query, index, top_k=3, windows="max")
+    assert {h["corpus_id"]: h["score"] for h in hits} == pytest.approx(best, rel=1e-5)
+    # the default: the mean of the best window's score and the windows' mean (a short text: its score)
     hits = sim.search(query, index, top_k=3)
-    assert {h["corpus_id"]: h["score"] for h in hits} == pytest.approx(per_text, rel=1e-5)
+    assert {h["corpus_id"]: h["score"] for h in hits} == pytest.approx(
+        {t: (max(s) + sum(s) / len(s)) / 2 for t, s in per_window.items()}, rel=1e-5)
+    assert hits == sim.search(query, index, top_k=3, windows="max+mean")
+    assert {h["corpus_id"]: h["score"] for h in hits}[0] == pytest.approx(best[0], rel=1e-5)
+    with pytest.raises(ConfigError, match=r"windows='mean': choose one of max\+mean, max .* Did you mean 'max\+mean'"):
+        sim.search(query, corpus, top_k=3, windows="mean")
     index.save(tmp_path / "idx")
     again = EmbeddingIndex.load(tmp_path / "idx")
     assert again.owners.tolist() == owners
