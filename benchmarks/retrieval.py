@@ -10,8 +10,8 @@ For each query of the split searching every document of the split (as benchmarks
 each over the documents' first window (`--max-length` tokens, what training evaluates) and over
 every window of a document (the index's default: a row per window), a document scored by each
 of the search's `windows` rules: "max+mean" (the default: the mean of its best window's score
-and its windows' mean) and "max" (its best window), and the baselines of quality.py (TF-IDF character 1-3-grams, BM25 character
-1-2-grams) on the same texts.
+and its windows' mean) and "max" (its best window), and the baselines of quality.py (TF-IDF
+character 1-3-grams, BM25 character 1-2-grams) on the same texts.
 """
 
 from __future__ import annotations

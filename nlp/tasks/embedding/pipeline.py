@@ -12,9 +12,9 @@ Long texts are cut into overlapping windows of `max_length` tokens; a text's vec
 of its windows' pooled vectors weighted by their token counts (mean pooling over the whole
 text where windows do not overlap), then normalised. An index keeps a row per window of a long
 text instead, and a search scores the text by the mean of its best window's score and its
-windows' mean score (`windows="max+mean"`; `windows="max"`: the best window alone, MaxP). A blank text is an error
-naming it (an embedding of nothing would be the [CLS]/[SEP] vector, a silently wrong answer);
-`[]` gives an empty (0, H) array.
+windows' mean score (`windows="max+mean"`; `windows="max"`: the best window alone, MaxP). A
+blank text is an error naming it (an embedding of nothing would be the [CLS]/[SEP] vector, a
+silently wrong answer); `[]` gives an empty (0, H) array.
 
 A model trained with lexical weights (config.json `lexical_weights: true`, heads.py) also gives
 each text a sparse vector, {token id: weight}: per window the largest weight of each distinct
@@ -50,6 +50,7 @@ SCORINGS = ("hybrid", "dense", "lexical")
 # its windows' mean score (inews-titles dev MRR 0.8772 against 0.8642 for "max" and 0.8211 for
 # the mean alone: docs/embeddings.md); "max", its best window's (MaxP). Equal for a short text.
 WINDOW_SCORES = ("max+mean", "max")
+
 
 def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
