@@ -524,18 +524,17 @@ def _quantize_step(tmp: Path, manifest: dict[str, Any], fp32_path: Path, fp32_by
                    batches: list[dict] | None, calibration: Any, batch: dict[str, np.ndarray],
                    torch_out: dict[str, np.ndarray], keep_fp32: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Quantize the fp32 graph into MODEL_FILE (dynamic int8, or static with `batches`; `keep_fp32`:
-    the groups left in float, None for the quantizer's default), drop the
+    the groups left in float, as keep_fp32_groups resolved them), drop the
     fp32 file, record how in `manifest` (updated in place: it is the export's manifest being
     built) and return the check figures: "int8" against PyTorch on the check batch and, with a
     calibration object that can score, "held_out" (its figures on the examples not calibrated on)."""
-    kept = {} if keep_fp32 is None else {"keep_fp32": keep_fp32}
     if quantize == "int8-static":
-        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches or [], **kept)
+        info = quantize_int8_static(fp32_path, tmp / MODEL_FILE, batches or [], keep_fp32=keep_fp32)
         source = getattr(calibration, "source", None)
         if source:
             info["calibration"] = str(source)
     else:
-        info = quantize_int8(fp32_path, tmp / MODEL_FILE, **kept)
+        info = quantize_int8(fp32_path, tmp / MODEL_FILE, keep_fp32=keep_fp32)
     for p in list(tmp.iterdir()):
         if p.name.startswith(fp32_path.name):
             p.unlink()

@@ -133,14 +133,12 @@ def quantize_int8(src: Path, dst: Path, *, keep_fp32: tuple[str, ...] = KEEP_FP3
 
     import onnx
 
+    keep_fp32 = keep_fp32_groups("int8", keep_fp32)
     model = onnx.load(str(src))
     gemms = gemms_to_matmuls(model)
     plain = dst.with_name(f"{dst.stem}.matmul.onnx")
     onnx.save(model, str(plain))
     groups = node_groups(plain)
-    unknown = [g for g in keep_fp32 if g not in groups]
-    if unknown:
-        raise ValueError(f"unknown node groups {unknown}; valid: {sorted(groups)}")
     excluded = [name for g in keep_fp32 for name in groups[g]]
     try:
         with _quiet_quantizer():
@@ -170,10 +168,11 @@ _STATIC_OPS = {"MatMul": None, "Gather": "embeddings", "LayerNormalization": "la
 
 
 def keep_fp32_groups(quantize: str | None, keep_fp32: Any) -> tuple[str, ...] | None:
-    """`keep_fp32` (node groups to leave in float; None: the quantizer's default) as a tuple of
-    groups `quantize` knows, or ValueError saying what is valid."""
+    """`keep_fp32` (node groups to leave in float) as a tuple of groups `quantize` knows, or
+    ValueError saying what is valid. None stands for the quantizer's measured default (KEEP_FP32,
+    STATIC_KEEP_FP32), and stays None without a quantizer."""
     if keep_fp32 is None:
-        return None
+        return {"int8": KEEP_FP32, "int8-static": STATIC_KEEP_FP32}.get(quantize)
     if quantize not in QUANTIZE_CHOICES:
         raise ValueError("--keep-fp32 names what int8 leaves in float; it needs --quantize int8 or int8-static")
     if isinstance(keep_fp32, str) or not hasattr(keep_fp32, "__iter__"):
@@ -248,9 +247,7 @@ def quantize_int8_static(src: Path, dst: Path, batches: list[dict], *, keep_fp32
 
     if quant_format not in STATIC_FORMATS:
         raise ValueError(f"quant_format {quant_format!r}: choose one of {', '.join(STATIC_FORMATS)}")
-    unknown = [g for g in keep_fp32 if g not in STATIC_GROUPS]
-    if unknown:
-        raise ValueError(f"unknown node groups {unknown}; valid: {list(STATIC_GROUPS)}")
+    keep_fp32 = keep_fp32_groups("int8-static", keep_fp32)
 
     class _Reader(CalibrationDataReader):
         def __init__(self) -> None:
