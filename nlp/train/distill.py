@@ -319,6 +319,9 @@ class DistillationModel(nn.Module):
         hidden = plan.hidden if self.hidden_weight else ()
         relation = plan.relation if self.relation_weight else None
         taps = _LayerTaps(teacher, [t for _, t in hidden], [relation[1]] if relation else [], stop=True)
+        device = batch["input_ids"].device
+        if next(teacher.parameters()).device != device:  # not a submodule: the Trainer moved the student alone
+            teacher.to(device)
         teacher.eval()
         with torch.no_grad(), taps:
             teacher(**{k: v for k, v in batch.items() if k not in self.label_keys})
@@ -343,6 +346,7 @@ def teacher_outputs(teacher: PreTrainedEncoder, features: Sequence[dict], collat
     sequence axis after the batch axis) cut to the feature's own length (padding them is the
     collator's business). One pass; `label_keys` (the spec's) are not fed to the teacher."""
     teacher.eval()
+    device = next(teacher.parameters()).device
     # longest first, as evaluation batches (little padding: a review set padded to the longest
     # in random order runs ~2.5x the tokens); the outputs go back to the features' order
     order = sorted(range(len(features)), key=lambda i: -_feature_length(features[i]))
@@ -351,7 +355,7 @@ def teacher_outputs(teacher: PreTrainedEncoder, features: Sequence[dict], collat
         idx = order[start:start + batch_size]
         chunk = [features[i] for i in idx]
         batch = collate(chunk)
-        inputs = {k: v for k, v in batch.items() if torch.is_tensor(v) and k not in label_keys}
+        inputs = {k: v.to(device) for k, v in batch.items() if torch.is_tensor(v) and k not in label_keys}
         result = teacher(**{k: v for k, v in inputs.items() if k in _forward_keys(teacher, inputs)})
         for j, (i, f) in enumerate(zip(idx, chunk)):
             row = {}
@@ -424,13 +428,14 @@ def _check_shapes(student: PreTrainedEncoder, spec: TaskSpec, tokenizer: Tokeniz
 def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
                          label_names: list[str] | None, train_features: list[dict], collate: Callable, *,
                          train_examples: Any = None, featurize: Callable[[Any], list[dict]] | None = None,
-                         ) -> tuple[DistillationModel, list[dict], DistillCollator]:
+                         device: torch.device | str = "cpu") -> tuple[DistillationModel, list[dict], DistillCollator]:
     """(the model the Trainer trains, the training features with the teacher's cached outputs,
     their collator) for a recipe with a distill section. With `distill.augment`, the rewritten
     copies of `train_examples` (the training split, whose features `train_features` are), made
-    features by `featurize`, follow the originals, flagged."""
+    features by `featurize`, follow the originals, flagged. The teacher runs on `device` (the
+    device this process trains on)."""
     d = recipe.distill
-    teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names)
+    teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names).to(device)
     plan = resolve_layers(d, student, teacher)  # a layer either model lacks: refused before any pass
     originals = len(train_features)
     if d.augment is not None:

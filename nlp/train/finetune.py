@@ -400,7 +400,8 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         trained, features["train"], train_collate = prepare_distillation(
             recipe, spec, model, tokenizer, data.label_names, features["train"], train_collate,
             train_examples=data.splits["train"],
-            featurize=lambda ds: featurize(recipe, ds, tokenizer, data.label_names, spec=spec))
+            featurize=lambda ds: featurize(recipe, ds, tokenizer, data.label_names, spec=spec),
+            device=_process_state(recipe).device)
     metrics = TaskMetrics(spec, data.label_names, model, recipe)
     if "dev" in features:
         metrics.use(data.splits["dev"], features["dev"])

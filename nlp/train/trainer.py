@@ -287,8 +287,13 @@ class Trainer:
             grad_norm = clip_grad_norm(model.parameters(), max_norm)
         elif max_norm is not None:
             grad_norm = float(acc.clip_grad_norm_(model.parameters(), max_norm))
+        scaler = acc.scaler  # fp16 only
+        scale = scaler.get_scale() if scaler is not None else None
         self.optimizer.step()
-        if not acc.optimizer_step_was_skipped:  # fp16 loss scaler found inf gradients
+        # the fp16 loss scaler found inf gradients: no update, and it lowers its scale. accelerate's
+        # flag misses the skips a fused optimizer makes itself (AdamW's fused CUDA kernel): the scale tells
+        skipped = acc.optimizer_step_was_skipped or (scaler is not None and scaler.get_scale() < scale)
+        if not skipped:
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return grad_norm

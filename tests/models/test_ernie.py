@@ -175,6 +175,7 @@ def test_pooled_output_of_a_model_sharded_per_layer(tmp_path, checkpointing):
     import copy
 
     import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor import DTensor
 
@@ -197,9 +198,10 @@ def test_pooled_output_of_a_model_sharded_per_layer(tmp_path, checkpointing):
     batch = batch_for(config, B=3, T=11)
     dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
     try:
+        mesh = init_device_mesh("cpu", (1,))  # the default mesh is CUDA's wherever CUDA is available
         for layer in sharded.backbone.layers:
-            fully_shard(layer)
-        fully_shard(sharded)
+            fully_shard(layer, mesh=mesh)
+        fully_shard(sharded, mesh=mesh)
         assert isinstance(sharded.backbone.layers[-1].qkv.weight, DTensor)
         outs = []
         for model in (plain, sharded):

@@ -216,6 +216,12 @@ def test_the_model_directory_appears_whole_with_its_tokenizer(tmp_path):
     assert not (out / "model" / "old-marker").exists() and (out / "model" / "tokenizer_config.json").is_file()
 
 
+def _on_model_device(model, batch):
+    """The batch on the model's device (the engine trains on CUDA where there is one)."""
+    device = next(model.parameters()).device
+    return {k: v.to(device) for k, v in batch.items()}
+
+
 def test_evaluate_and_predict_keep_dataset_order(tmp_path):
     trainer = _toy.make_trainer(tmp_path / "a")
     data = _toy.make_dataset(10, seed=3)
@@ -223,7 +229,7 @@ def test_evaluate_and_predict_keep_dataset_order(tmp_path):
     assert [int(lab) for lab in pred.label_ids] == [ex["labels"] for ex in data]
     model = trainer.model.eval()
     with torch.no_grad():
-        direct = model(**_toy.collate(data[4:5])).logits[0]
+        direct = model(**_on_model_device(model, _toy.collate(data[4:5]))).logits[0].cpu()
     torch.testing.assert_close(torch.from_numpy(pred.predictions[4]), direct)
     metrics = trainer.evaluate(data)
     assert set(metrics) == {"loss", "accuracy"}
@@ -243,7 +249,7 @@ def test_evaluation_batches_examples_of_similar_length(tmp_path):
     model = trainer.model.eval()
     with torch.no_grad():
         for i in (0, 7, 19):
-            direct = model(**_toy.collate(data[i:i + 1])).logits[0]
+            direct = model(**_on_model_device(model, _toy.collate(data[i:i + 1]))).logits[0].cpu()
             torch.testing.assert_close(torch.from_numpy(pred.predictions[i]), direct)
 
 
