@@ -62,6 +62,52 @@ def test_resume_continues_the_same_loss_curve(tmp_path, stop_at, batching):
     assert summary["best_step"] == json.loads((tmp_path / "full" / "summary.json").read_text())["best_step"]
 
 
+def test_a_step_the_loss_scaler_skipped_leaves_the_lr_schedule(tmp_path):
+    """fp16's GradScaler halves its scale when it skips a step with inf gradients; AdamW's fused
+    CUDA kernel skips inside its own step, which accelerate's skipped-step flag does not see. The
+    schedule must wait all the same. fp16 needs CUDA (tests/gpu/test_cuda.py runs the real thing);
+    here a stand-in scaler whose scale drops during the second step."""
+
+    class HalvingScaler:  # what accelerate and the trainer call of a GradScaler
+        def __init__(self):
+            self.steps, self.value = 0, 65536.0
+
+        def scale(self, loss):
+            return loss
+
+        def unscale_(self, optimizer):
+            pass
+
+        def get_scale(self):
+            return self.value
+
+        def state_dict(self):  # saved with each checkpoint
+            return {"scale": self.value}
+
+    scaler = HalvingScaler()
+    trainer = _toy.make_trainer(tmp_path / "a", max_steps=4, epochs=1, eval__every_steps=None)
+    trainer.accelerator.scaler = scaler
+    step = trainer.optimizer.step
+
+    def step_that_overflows_second(*args, **kwargs):
+        scaler.steps += 1
+        if scaler.steps == 2:
+            scaler.value /= 2
+        return step(*args, **kwargs)
+
+    trainer.optimizer.step = step_that_overflows_second
+    lrs = {}
+
+    class Watch:
+        def on_step_end(self, tr, state):
+            lrs[state.step] = tr.scheduler.get_last_lr()[0]
+
+    trainer.callbacks.append(Watch())
+    assert trainer.train().status == "finished"
+    assert lrs[2] == lrs[1] and lrs[3] != lrs[2] and lrs[4] != lrs[3]  # one step of the schedule lost
+    assert trainer.scheduler.last_epoch == 3
+
+
 def test_nonfinite_loss_skips_the_step_then_stops(tmp_path, caplog):
     trainer = _toy.make_trainer(tmp_path / "a", max_nonfinite_steps=3, eval__every_steps=None)
     trainer.model.nan_steps = {2}
