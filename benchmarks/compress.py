@@ -57,6 +57,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# the teacher's static int8 with other node groups left in float (`nlp export --keep-fp32`): row ->
+# the groups its export leaves in float (teacher-int8-static is the default: classifier, layernorm, softmax)
+KEEP_FP32 = {
+    "static-all-int8": (),
+    "static-float-embeddings": ("embeddings", "classifier", "layernorm", "softmax"),
+    "static-int8-layernorm": ("classifier", "softmax"),
+    "static-int8-softmax": ("classifier", "layernorm"),
+    "static-int8-classifier": ("layernorm", "softmax"),
+}
 # row -> (its model: the teacher, a student run, or the distilled student with a pruned vocabulary;
 #         export: None for PyTorch, else `nlp export --quantize`; PyTorch precision)
 ROW_PLAN = {
@@ -72,21 +81,7 @@ ROW_PLAN = {
     "distilled-pruned-int8-static": ("distilled-pruned", "int8-static", None),
     "width-pruned": ("width", None, "fp32"),
     "width-pruned-int8-dyn": ("width", "int8", None),
-    # the teacher's static int8 with other node groups left in float (`nlp export --keep-fp32`);
-    # teacher-int8-static is the default choice: classifier, layernorm, softmax
-    "static-all-int8": ("teacher", "int8-static", None),
-    "static-float-embeddings": ("teacher", "int8-static", None),
-    "static-int8-layernorm": ("teacher", "int8-static", None),
-    "static-int8-softmax": ("teacher", "int8-static", None),
-    "static-int8-classifier": ("teacher", "int8-static", None),
-}
-# the node groups a row's export leaves in float (rows not named here: the exporter's default)
-KEEP_FP32 = {
-    "static-all-int8": (),
-    "static-float-embeddings": ("embeddings", "classifier", "layernorm", "softmax"),
-    "static-int8-layernorm": ("classifier", "softmax"),
-    "static-int8-softmax": ("classifier", "layernorm"),
-    "static-int8-classifier": ("layernorm", "softmax"),
+    **{row: ("teacher", "int8-static", None) for row in KEEP_FP32},
 }
 STATIC_VARIANTS = ("teacher-int8-static", *KEEP_FP32)
 

@@ -204,6 +204,7 @@ class EmbeddingIndex:
                 raise DataError(f"an index's owners must give each of its {len(self.texts)} texts one or more rows, "
                                 "in text order")
             self._starts = np.flatnonzero(np.r_[True, np.diff(o) > 0]) if len(o) else o
+            self._windows = np.diff(np.r_[self._starts, len(o)])  # rows (windows) of each text
         if lexical is not None and len(lexical) != rows:
             raise DataError(f"an index needs one sparse vector per row, got {len(lexical)} for {rows}")
         self.vectors = _normalise(vectors)
@@ -286,8 +287,7 @@ class EmbeddingIndex:
             if windows == "max":
                 scores = best
             else:
-                counts = np.diff(np.r_[self._starts, len(self.owners)])
-                scores = (best + np.add.reduceat(scores, self._starts, axis=1) / counts) / 2
+                scores = (best + np.add.reduceat(scores, self._starts, axis=1) / self._windows) / 2
         k = min(top_k, scores.shape[1])
         out = []
         for row in scores:
