@@ -27,6 +27,8 @@ The export directory holds:
     config.json         the model's config, with the label names (id2label)
     tokenizer files     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
     crf.safetensors     NER with a CRF head: its transition scores (decoding runs outside the graph)
+    the task's files    its spec's `model_files` the model directory holds (lexicon.tsv: a lexical
+                        model's word lexicon, which its pipelines decode with)
     recipe.yaml         when exported from a run: the run's recipe (`nlp evaluate` reads its data)
     manifest.json       task, inputs/outputs with shapes and dtypes, opset, precision, source,
                         the export check's figures, and the sha256 of every other file
@@ -489,6 +491,9 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
     model.config.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    for name in spec.model_files:  # the task's own files (a lexical model's word lexicon)
+        if (model_dir / name).is_file():
+            shutil.copyfile(model_dir / name, tmp / name)
     crf_file = None
     if getattr(model, "crf", None) is not None:
         from safetensors.numpy import save_file

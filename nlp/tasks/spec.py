@@ -83,6 +83,9 @@ class TaskSpec:
     # its labels, so a column qualifies when nothing else in the example points into it (per-token
     # tags, answer offsets). (): the task is not augmented (refused with a message)
     augment_columns: ClassVar[tuple[str, ...]] = ()
+    # files of the task's own that a model directory may hold beside the weights and the tokenizer
+    # (the lexical tasks' word lexicon, lexicon.tsv): `nlp hub ship` and `nlp export` copy them
+    model_files: ClassVar[tuple[str, ...]] = ()
     # the recipe's task section: TaskSettings, or a subclass with the task's own knobs
     settings: ClassVar[type[TaskSettings]] = TaskSettings
     # what a model of this task exports (ONNX): its inputs, and each output with its axis names
@@ -151,6 +154,12 @@ class TaskSpec:
         """A batch of examples (a dict of columns) -> feature columns (python lists), the same
         for training and evaluation: input ids, labels, and what scoring needs (QA: offsets)."""
         raise NotImplementedError
+
+    def saved_with_model(self, train: Any, settings: Any) -> tuple[Any, ...]:
+        """Objects `nlp finetune` saves into every model directory it writes, beside the tokenizer
+        (each has ``save_pretrained(directory)``), built from the training split and the recipe's
+        task section: the task's `model_files`. Default: none."""
+        return ()
 
     def collator(self, tokenizer: Any, *, pad_to_multiple_of: int | None = None) -> Callable[[list], dict]:
         """Feature dicts -> one padded batch of tensors, for training, evaluation and the pipeline.

@@ -411,7 +411,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[spec.feature_length(f) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
-        saved_with_model=(tokenizer,),
+        saved_with_model=(tokenizer, *spec.saved_with_model(data.splits["train"], recipe.task)),
         loss_units=spec.loss_units(model),
         callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process),
                    final, *callbacks],

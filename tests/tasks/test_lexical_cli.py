@@ -13,6 +13,8 @@ import pytest
 from cli_server import cli_server, nlp_env, run_nlp
 
 import nlp
+from nlp.tasks import datasets as nds
+from nlp.tasks.lexical.lexicon import LEXICON_FILE, WordLexicon
 
 ERNIE_TINY = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 RECIPE = Path(nlp.__file__).parent / "recipes" / "lexical-peoples-daily.yaml"
@@ -41,6 +43,11 @@ def test_it_trains_evaluates_and_predicts_each_task(run):
         assert 0.0 < results[split]["word_f1"] <= 1.0
     config = json.loads((run / "run" / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["architectures"] == ["ErnieForLexicalAnalysis"] and len(config["id2label"]) == 168
+    # the run's model holds the word lexicon of its training sentences, which its pipelines decode with
+    lexicon = WordLexicon.load(run / "run" / "model")
+    train_words = {w for ws in nds.load("peoples-daily-1998-lexical", "train").select(range(64))["words"] for w in ws}
+    assert lexicon.weight == 12.0 and 50 < len(lexicon) and set(lexicon.wordhood) <= train_words
+    assert nlp.pipeline("word-segmentation", model=str(run / "run")).lexicon.wordhood == lexicon.wordhood
     scores = json.loads(_nlp("evaluate", str(run / "run"), "--data", "test", "--max-samples", "32").stdout)
     assert scores["word_f1"] == pytest.approx(results["test"]["word_f1"], abs=1e-6)
     path = run / "in.txt"
@@ -60,6 +67,10 @@ def test_export_runs_every_lexical_task(run, quantize):
     _nlp("export", str(run / "run"), "--out", str(out), *(["--quantize", quantize] if quantize else []))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["task"] == "lexical-analysis"
+    # the word lexicon travels with the export, checked by its sha256 like every file there
+    assert (out / LEXICON_FILE).read_bytes() == (run / "run" / "model" / LEXICON_FILE).read_bytes()
+    assert LEXICON_FILE in manifest["files"]
+    assert nlp.pipeline("pos-tagging", model=str(out)).lexicon is not None
     local = nlp.pipeline("pos-tagging", model=str(run / "run" / "model"))(TEXTS)
     exported = nlp.pipeline("pos-tagging", model=str(out))(TEXTS)  # a task sharing the head runs its export
     seg = nlp.pipeline("word-segmentation", model=str(out))(TEXTS)
@@ -75,6 +86,15 @@ def test_export_runs_every_lexical_task(run, quantize):
     lines = [json.loads(x) for x in _nlp("predict", str(out), "--task", "word-segmentation", "--input",
                                          str(path)).stdout.splitlines()]
     assert [r["words"] for r in lines] == seg
+
+
+def test_a_release_of_the_run_carries_its_lexicon(run, tmp_path):
+    from nlp.tasks.release import read_finetuned_run, write_release
+
+    write_release(read_finetuned_run(run / "run"), tmp_path / "release", name="tiny-lexical", license="mit")
+    assert (tmp_path / "release" / LEXICON_FILE).read_bytes() == (run / "run" / "model" / LEXICON_FILE).read_bytes()
+    assert (tmp_path / "release" / "README.md").read_text(encoding="utf-8").startswith("# tiny-lexical\n")
+    assert nlp.pipeline("lexical-analysis", model=str(tmp_path / "release")).lexicon is not None
 
 
 def test_it_serves_word_segmentation_from_a_lexical_run(run):

@@ -145,7 +145,7 @@ def reference_analyse(pipe, texts, stride=None):
 
 @pytest.fixture(scope="module")
 def lac():
-    return nlp.pipeline("lexical-analysis", batch_size=16)
+    return nlp.pipeline("lexical-analysis", batch_size=16, lexicon=False)  # the decoder without the word lexicon
 
 
 @pytest.fixture(scope="module")

@@ -34,23 +34,29 @@ def test_word_segmentation_defaults_to_the_shipped_neural_model(seg):
 
 def test_held_out_word_f1_through_the_pipeline(seg):
     """Raw test sentences in, words out (windows, offsets, decoding: what a user gets), against
-    the gold words of the first 400 test sentences; the full-split figures are in docs/lexical.md."""
+    the gold words of the first 400 test sentences, with the shipped word lexicon and without it;
+    the full-split figures are in docs/lexical.md."""
     from nlp.tasks import datasets as nds
 
     test = nds.load("peoples-daily-1998-lexical", "test").select(range(400))
     names = test.features["pos"].feature.names
     texts = ["".join(ws) for ws in test["words"]]
-    gold, pred = [], []
-    pos = nlp.pipeline("pos-tagging", model=seg.model, tokenizer=seg.tokenizer)
-    for ws, ps, out in zip(test["words"], test["pos"], pos(texts)):
-        off, g = 0, []
-        for w, p in zip(ws, ps):
-            g.append((off, off + len(w), names[p]))
-            off += len(w)
-        gold.append(g)
-        pred.append([(w["start"], w["end"], w["pos"]) for w in out])
-    m = lexical_metrics(gold, pred)
-    assert m["word_f1"] > 0.93 and m["pos_accuracy"] > 0.93, m
+    assert seg.lexicon is not None and len(seg.lexicon) > 40000
+    scores = {}
+    for lexicon in (seg.lexicon, False):
+        gold, pred = [], []
+        pos = nlp.pipeline("pos-tagging", model=seg.model, tokenizer=seg.tokenizer, lexicon=lexicon)
+        for ws, ps, out in zip(test["words"], test["pos"], pos(texts)):
+            off, g = 0, []
+            for w, p in zip(ws, ps):
+                g.append((off, off + len(w), names[p]))
+                off += len(w)
+            gold.append(g)
+            pred.append([(w["start"], w["end"], w["pos"]) for w in out])
+        scores[lexicon is False] = m = lexical_metrics(gold, pred)
+        assert m["word_f1"] > 0.93 and m["pos_accuracy"] > 0.93, m
+    with_lexicon, without = scores[False], scores[True]
+    assert with_lexicon["word_f1"] > without["word_f1"] + 0.002, (with_lexicon, without)
 
 
 def test_predict_word_segmentation_with_no_model(tmp_path):

@@ -17,14 +17,18 @@ CRF), so a word is never cut where two windows meet and no character is lost or 
 Offsets index the text as given: ``text[w["start"]:w["end"]] == w["word"]``. White space is in
 no word and ends the word before it; every other character (emoji, Latin, digits, full-width
 forms, zero-width characters) is in exactly one word (`nlp.tasks.lexical.tags.words_from_tags`).
-User dictionaries: nlp/tasks/lexical/userdict.py.
+User dictionaries: nlp/tasks/lexical/userdict.py. A model directory that holds a word lexicon
+(lexicon.tsv, nlp/tasks/lexical/lexicon.py) is decoded with it (`lexicon=False`: without;
+`lexicon=PATH` or a `WordLexicon`: another one).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +38,8 @@ from nlp._common import ConfigError
 from nlp.tasks.backend import CRF_KEYS
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.lexical.heads import ErnieForLexicalAnalysis
+from nlp.tasks.lexical.lexicon import LEXICON_FILE, WordLexicon
+from nlp.tasks.lexical.lexicon_decode import LexicalTagIndex, decode_with_lexicon
 from nlp.tasks.lexical.tags import (
     POSITIONS,
     SYMBOL_POS,
@@ -77,7 +83,8 @@ class LexicalAnalysisPipeline(Pipeline):
     task = "lexical-analysis"
     head_class = ErnieForLexicalAnalysis
 
-    def __init__(self, model: Any, tokenizer: Any = None, *, user_dict: UserDictSource = None, **kwargs: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any = None, *, user_dict: UserDictSource = None,
+                 lexicon: WordLexicon | str | os.PathLike | bool | None = None, **kwargs: Any) -> None:
         super().__init__(model, tokenizer, **kwargs)
         id2label = self.config.id2label or {}
         names = [id2label.get(i) for i in range(self.config.num_labels)]
@@ -89,6 +96,27 @@ class LexicalAnalysisPipeline(Pipeline):
         self._pos_of = [n[2:] for n in names]  # label id -> POS
         self._label_ids = {(n[0], n[2:]): i for i, n in enumerate(names)}  # (B/I/E/S, POS) -> label id
         self.user_dict = UserDictionary.load(user_dict)
+        self.lexicon = self._load_lexicon(lexicon, model, tokenizer)
+
+    def _load_lexicon(self, lexicon: Any, model: Any, tokenizer: Any) -> WordLexicon | None:
+        """`lexicon`: None (the model directory's lexicon.tsv, if it holds one), False (none), a
+        path, or a WordLexicon."""
+        if lexicon is None:
+            home = next((Path(d) for d in (model, tokenizer) if isinstance(d, (str, os.PathLike))), None)
+            lexicon = home / LEXICON_FILE if home is not None and (home / LEXICON_FILE).is_file() else False
+        if lexicon is False:
+            return None
+        if isinstance(lexicon, (str, os.PathLike)):
+            lexicon = WordLexicon.load(lexicon)
+        if not isinstance(lexicon, WordLexicon):
+            raise ConfigError(f"lexicon must be a path to a lexicon.tsv, a WordLexicon, False or None; "
+                              f"got {type(lexicon).__name__} {lexicon!r:.60}")
+        if self.backend.crf is not None:
+            raise ConfigError("a word lexicon adds its bonus in the constrained decoding of a model without a CRF; "
+                              "this model decodes with its CRF. Pass lexicon=False")
+        if LexicalTagIndex.of(self._names) is None:
+            raise ConfigError("a word lexicon needs B-, I-, E- and S- tags for every POS of the model's labels")
+        return lexicon
 
     def add_word(self, word: str, pos: str | None = None) -> None:
         """Add a user word (kept whole; `pos` forces its part of speech)."""
@@ -115,7 +143,7 @@ class LexicalAnalysisPipeline(Pipeline):
             raise ConfigError(f"stride={stride!r} must be an int in [0, {room}) for max_length={self.max_length}")
         visible = [visible_characters(t) for t in texts]  # (offsets, characters): each one a word
         emissions = self._emissions([characters for _, characters in visible], stride)
-        tags = self._decode(emissions)
+        tags = self._decode(emissions, visible)
         out = []
         for text, (positions, _), em, ids in zip(texts, visible, emissions, tags):
             if len(positions) == len(text) and em[1].all():  # no white space, every character tagged
@@ -161,16 +189,41 @@ class LexicalAnalysisPipeline(Pipeline):
             tagged[chars] = True
         return out
 
-    def _decode(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
-        """The best well-formed tag ids of each text's tagged characters: without a CRF all texts at
-        once in O(T*K) (`decode_constrained_rows`), else (or where that does not apply) texts of
-        similar length padded together through `decode_tags`."""
+    def _decode(self, emissions: list[tuple[np.ndarray, np.ndarray]],
+                visible: list[tuple[list[int], list[str]]]) -> list[list[int]]:
+        """The best well-formed tag ids of each text's tagged characters: with a word lexicon by
+        `decode_with_lexicon`; else without a CRF all texts at once in O(T*K)
+        (`decode_constrained_rows`), else (or where that does not apply) texts of similar length
+        padded together through `decode_tags`."""
+        if self.lexicon is not None:
+            return self._decode_with_lexicon(emissions, visible)
         if self.backend.crf is None:
             rows = [em if tagged.all() else em[tagged] for em, tagged in emissions]
             paths = decode_constrained_rows(rows, self.config.id2label)
             if paths is not None:
                 return paths
         return self._decode_padded(emissions)
+
+    def _decode_with_lexicon(self, emissions: list[tuple[np.ndarray, np.ndarray]],
+                             visible: list[tuple[list[int], list[str]]]) -> list[list[int]]:
+        """Each text's tagged characters decoded with the lexicon's bonus on the words it finds in
+        them (a word only where its characters stand side by side in the text)."""
+        rows, matches = [], []
+        for (em, tagged), (positions, characters) in zip(emissions, visible):
+            if not tagged.all():
+                keep = np.flatnonzero(tagged)
+                em, positions, characters = em[keep], [positions[j] for j in keep], [characters[j] for j in keep]
+            starts, ends, bonus = self.lexicon.find(characters)
+            if len(starts) and positions and positions[-1] - positions[0] != len(positions) - 1:  # a gap somewhere
+                at = np.asarray(positions)
+                whole = at[ends - 1] - at[starts] == ends - 1 - starts
+                starts, ends, bonus = starts[whole], ends[whole], bonus[whole]
+            rows.append(np.asarray(em, dtype=np.float32))
+            matches.append((starts, ends, bonus))
+        if not rows:
+            return []
+        logp = torch.log_softmax(torch.from_numpy(np.concatenate(rows)), -1).numpy()  # every row at once
+        return decode_with_lexicon(logp, [len(r) for r in rows], matches, LexicalTagIndex.of(self._names))
 
     def _decode_padded(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
         crf = self.backend.crf

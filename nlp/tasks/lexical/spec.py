@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import datasets
 
+from nlp._settings import Problem
 from nlp.tasks.datasets import BuiltinDataset, register_dataset
 from nlp.tasks.lexical.data import build_peoples_daily_lexical, read_tagged_words
 from nlp.tasks.lexical.heads import ErnieForLexicalAnalysis
+from nlp.tasks.lexical.lexicon import LEXICON_FILE, WordLexicon
 from nlp.tasks.lexical.metrics import lexical_metrics
 from nlp.tasks.lexical.pipeline import (
     LexicalAnalysisPipeline,
@@ -52,6 +54,14 @@ class LexicalAnalysisSettings(TaskSettings):
     # a CRF layer over the tags (Viterbi decoding with learnt transitions); None: as the model's
     # config says (false for a new head: the constrained decoding keeps tags well formed anyway)
     use_crf: bool | None = None
+    # the weight of the word lexicon written beside the model (its training words with their
+    # wordhood, nlp/tasks/lexical/lexicon.py), which the pipelines decode with; 0: no lexicon.
+    # 12 is the best on the dev split for the shipped model (docs/lexical.md, "The word lexicon")
+    lexicon_weight: float = 12.0
+
+    def problems(self) -> Iterator[Problem]:
+        if not 0 <= self.lexicon_weight < float("inf"):
+            yield Problem("lexicon_weight", f"lexicon_weight must be a number >= 0, got {self.lexicon_weight}")
 
 
 class LexicalAnalysisSpec(TokenClassificationSpec):
@@ -71,6 +81,11 @@ class LexicalAnalysisSpec(TokenClassificationSpec):
     preprocess = staticmethod(preprocess_ner)
     metric = staticmethod(lexical_metrics)
     postprocess = staticmethod(words_from_tags)
+    model_files = (LEXICON_FILE,)  # the word lexicon the pipelines decode with (nlp/tasks/lexical/lexicon.py)
+
+    def saved_with_model(self, train: datasets.Dataset, settings: Any) -> tuple[Any, ...]:
+        weight = getattr(settings, "lexicon_weight", LexicalAnalysisSettings.lexicon_weight)
+        return (WordLexicon.from_sentences(train["words"], weight=weight),) if weight > 0 else ()
 
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
         return read_tagged_words(path, **dict(data.reader))
