@@ -146,6 +146,8 @@ def test_without_lexicon_words_the_paths_are_the_constrained_decoders():
     logp = [torch.log_softmax(torch.from_numpy(x), -1).numpy() for x in logits]
     assert decode(logp, [empty] * len(logp)) == decode_constrained_rows(logits, dict(enumerate(NAMES)))
     assert decode([], []) == [] and decode([logp[0][:0], logp[1]], [empty] * 2)[0] == []
+    with pytest.raises(ValueError, match="one list of matches per row"):
+        decode(logp, [empty])
 
 
 def test_labels_in_another_order_decode_to_the_same_tags():

@@ -62,6 +62,9 @@ def decode_with_lexicon(logp: np.ndarray, lengths: Sequence[int],
     ends, bonuses), positions in the row."""
     lengths = np.asarray(lengths, dtype=np.int64)
     logp = np.asarray(logp, dtype=np.float32)
+    if len(matches) != len(lengths) or logp.shape[0] != lengths.sum():
+        raise ValueError(f"{len(lengths)} rows of {int(lengths.sum())} positions in all, {logp.shape[0]} rows of "
+                         f"scores and {len(matches)} lists of matches: give one list of matches per row")
     out: list[list[int]] = [[] for _ in lengths]
     spans = _Spans.of(logp, lengths, matches, tags)
     offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
