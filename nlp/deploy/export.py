@@ -491,9 +491,7 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
     model.config.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    for name in spec.model_files:  # the task's own files (a lexical model's word lexicon)
-        if (model_dir / name).is_file():
-            shutil.copyfile(model_dir / name, tmp / name)
+    spec.copy_model_files(model_dir, tmp)  # the task's own files (a lexical model's word lexicon)
     crf_file = None
     if getattr(model, "crf", None) is not None:
         from safetensors.numpy import save_file

@@ -11,7 +11,6 @@ written from the run itself, never typed by hand.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,9 +94,7 @@ def write_release(run: FinetunedRun, dst: str | Path, *, name: str, license: str
     spec = get_task(run.task)
     model = spec.head.from_pretrained(run.model_dir)
     write_release_copy(model, run.model_dir, dst, weights=weights)
-    for own_file in spec.model_files:  # the task's own files (a lexical model's word lexicon)
-        if (run.model_dir / own_file).is_file():
-            shutil.copyfile(run.model_dir / own_file, Path(dst) / own_file)
+    spec.copy_model_files(run.model_dir, dst)  # the task's own files (a lexical model's word lexicon)
     params = sum(p.numel() for p in model.parameters())
     text = model_card_markdown(run, name=name, license=license, parameters=params,
                                base_description=base_description, data_source=data_source, weights=weights,

@@ -26,7 +26,10 @@ task's own knobs: QA `doc_stride`, NER `long_sentences`, ...); None means its de
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
@@ -160,6 +163,13 @@ class TaskSpec:
         (each has ``save_pretrained(directory)``), built from the training split and the recipe's
         task section: the task's `model_files`. Default: none."""
         return ()
+
+    def copy_model_files(self, src: str | os.PathLike, dst: str | os.PathLike) -> None:
+        """Copy the `model_files` that the model directory `src` holds into `dst` (`nlp hub ship`,
+        `nlp export`)."""
+        for name in self.model_files:
+            if (Path(src) / name).is_file():
+                shutil.copyfile(Path(src) / name, Path(dst) / name)
 
     def collator(self, tokenizer: Any, *, pad_to_multiple_of: int | None = None) -> Callable[[list], dict]:
         """Feature dicts -> one padded batch of tensors, for training, evaluation and the pipeline.

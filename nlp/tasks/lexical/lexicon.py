@@ -67,17 +67,12 @@ class WordLexicon:
         sentences = [list(s) for s in sentences]
         as_word = Counter(w for s in sentences for w in s if 2 <= len(w) <= max_length)
         words = {w for w, n in as_word.items() if n >= min_count}
-        prefixes = {w[:k] for w in words for k in range(1, len(w))}
+        probe = cls(dict.fromkeys(words, 1.0), weight=1.0)  # finds the words' strings wherever they stand
         as_string: Counter[str] = Counter()
         for s in sentences:
             text = "".join(s)
-            for i in range(len(text)):
-                for j in range(i + 1, min(len(text), i + max_length) + 1):
-                    piece = text[i:j]
-                    if piece in words:
-                        as_string[piece] += 1
-                    if piece not in prefixes:
-                        break
+            starts, ends, _ = probe.find(text)
+            as_string.update(text[i:j] for i, j in zip(starts.tolist(), ends.tolist()))
         return cls({w: round(as_word[w] / max(as_string[w], as_word[w]), 4) for w in sorted(words)}, weight)
 
     def __len__(self) -> int:

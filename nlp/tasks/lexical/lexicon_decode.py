@@ -66,8 +66,8 @@ def decode_with_lexicon(logp: np.ndarray, lengths: Sequence[int],
         raise ValueError(f"{len(lengths)} rows of {int(lengths.sum())} positions in all, {logp.shape[0]} rows of "
                          f"scores and {len(matches)} lists of matches: give one list of matches per row")
     out: list[list[int]] = [[] for _ in lengths]
-    spans = _Spans.of(logp, lengths, matches, tags)
-    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))  # each row's first position in logp
+    spans = _Spans.of(logp, lengths, offsets, matches, tags)
     order = [int(r) for r in np.argsort(-lengths, kind="stable") if lengths[r] > 0]
     # the columns in the order B I E S per POS (the lexical labels' own order: then no gather)
     columns = np.stack((tags.B, tags.I, tags.E, tags.S), axis=1).ravel()
@@ -97,8 +97,8 @@ class _Spans:
     pos: np.ndarray
 
     @classmethod
-    def of(cls, logp: np.ndarray, lengths: np.ndarray, matches: Sequence[tuple[np.ndarray, ...]],
-           tags: LexicalTagIndex) -> _Spans:
+    def of(cls, logp: np.ndarray, lengths: np.ndarray, offsets: np.ndarray,
+           matches: Sequence[tuple[np.ndarray, ...]], tags: LexicalTagIndex) -> _Spans:
         row = np.repeat(np.arange(len(matches)), [len(m[0]) for m in matches])
         start, end, bonus = (np.concatenate([np.asarray(m[k]) for m in matches]) if matches else np.zeros(0)
                              for k in range(3))
@@ -107,7 +107,7 @@ class _Spans:
         row, start, end, bonus = row[ok], start[ok], end[ok], bonus[ok].astype(np.float32)
         if not len(row):
             return cls(row, start, end, np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64))
-        first = np.concatenate(([0], np.cumsum(lengths)[:-1]))[row] + start  # flat position of B
+        first = offsets[row] + start  # flat position of B
         size = end - start
         total = logp[first][:, tags.B] + logp[first + size - 1][:, tags.E]
         for k in range(1, int(size.max()) - 1):  # the I's inside, k after B (most words are short)

@@ -97,6 +97,7 @@ class LexicalAnalysisPipeline(Pipeline):
         self._label_ids = {(n[0], n[2:]): i for i, n in enumerate(names)}  # (B/I/E/S, POS) -> label id
         self.user_dict = UserDictionary.load(user_dict)
         self.lexicon = self._load_lexicon(lexicon, model, tokenizer)
+        self._lexicon_tags = LexicalTagIndex.of(self._names) if self.lexicon is not None else None
 
     def _load_lexicon(self, lexicon: Any, model: Any, tokenizer: Any) -> WordLexicon | None:
         """`lexicon`: None (the model directory's lexicon.tsv, if it holds one), False (none), a
@@ -223,7 +224,7 @@ class LexicalAnalysisPipeline(Pipeline):
         if not rows:
             return []
         logp = torch.log_softmax(torch.from_numpy(np.concatenate(rows)), -1).numpy()  # every row at once
-        return decode_with_lexicon(logp, [len(r) for r in rows], matches, LexicalTagIndex.of(self._names))
+        return decode_with_lexicon(logp, [len(r) for r in rows], matches, self._lexicon_tags)
 
     def _decode_padded(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
         crf = self.backend.crf
