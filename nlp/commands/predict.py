@@ -13,11 +13,15 @@ EPILOG = """examples:
   nlp predict runs/ner --input news_gbk.txt --encoding gbk
   nlp predict --task ner --input news.txt           # no model: the task's shipped default (ernie-tiny-zh-ner)
   nlp predict --task sentiment-analysis --input reviews.txt   # ernie-tiny-zh-sentiment
+  nlp predict runs/lexical-6l --task pos-tagging --input news.txt --format training --output labelled.txt
+      # word/POS lines a student trains on: data.extra_train=[labelled.txt] (docs/compress.md)
 
 Input: a .txt file (one text a line) or .jsonl ({"text": ...[, "text_pair": ...]};
 QA: {"question": ..., "context": ...}). Output: one JSON object per input line, in order, a
 blank line included (empty labels/entities, null answer); texts are kept as the line holds
-them, so entity offsets index the line as given.
+them, so entity offsets index the line as given. --format training writes each result as a line
+of the task's training files instead (lexical-analysis, pos-tagging: word/POS), blank for a blank
+input line.
 """
 
 
@@ -34,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--top-k", type=int, default=1, help="classification: labels per text")
     p.add_argument("--encoding", default="utf-8", help="the input file's text encoding (e.g. gbk; default utf-8)")
+    p.add_argument("--format", choices=("jsonl", "training"), default="jsonl",
+                   help="jsonl (default): a JSON object per line; training: the task's training-file lines "
+                        "(lexical-analysis, pos-tagging: word/POS), e.g. a teacher's labels for a student")
     p.set_defaults(func=run)
 
 
@@ -48,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from nlp.deploy import OnnxBackend, is_export_dir
 
     from nlp._common import ConfigError
+    from nlp.tasks.model_dirs import locate_model
+    from nlp.tasks.predict_file import check_training_format, training_lines
     from nlp.tasks.registry import get_task
 
     args.model = model_or_default(args.model, args.task)
@@ -56,9 +65,21 @@ def run(args: argparse.Namespace) -> int:
     if backend is not None and args.task is not None and get_task(args.task).head is not get_task(backend.task).head:
         raise ConfigError(f"{args.model} is an export of a {backend.task} model; it cannot run as {args.task!r}. "
                           "Leave --task out, or export a model of that task")
+    spec = None
+    if args.format == "training":  # refused before any prediction runs
+        spec = check_training_format(args.task or (backend.task if backend is not None else
+                                                   locate_model(args.model, None).spec.name))
     rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k,
                         encoding=args.encoding, backend=backend)
-    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    if spec is None:
+        lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    else:
+        lines, unwritable = training_lines(rows, spec)
+        if unwritable:  # one line of training data less, not a wrong one
+            shown = ", ".join(str(n) for n, _ in unwritable[:10]) + (", ..." if len(unwritable) > 10 else "")
+            print(f"warning: {len(unwritable)} line(s) of {args.input} left blank, their results not being "
+                  f"writable as training lines (lines {shown}); line {unwritable[0][0]}: {unwritable[0][1]}",
+                  file=sys.stderr)
     if args.output:
         with atomic_write(args.output, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + ("\n" if lines else ""))

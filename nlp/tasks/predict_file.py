@@ -6,6 +6,10 @@ one record a line with the task's `input_fields` ({"text": ...[, "text_pair": ..
 per input line, in order, blank lines included (the spec's `empty_prediction()`: no labels, no
 entities, a null answer), and each text exactly as the line holds it (leading whitespace kept),
 so entity offsets index the line as given.
+
+With `--format training` the results are written instead as lines of the task's training files
+(`TaskSpec.training_format`: the lexical tasks' ``word/POS``), one per input line, so that a
+model's predictions on unlabelled text train another (``data.extra_train``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from nlp._common import ConfigError, DataError
 from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
 
-__all__ = ["read_inputs", "predict_rows"]
+__all__ = ["read_inputs", "predict_rows", "training_lines", "check_training_format"]
 
 
 def _lines(path: Path, encoding: str) -> list[str]:
@@ -85,3 +89,31 @@ def predict_rows(pipe: Any, rows: list[dict[str, Any] | None], task: str | TaskS
     todo = [r for r in rows if r is not None]
     results = iter(spec.predict(pipe, todo, top_k=top_k) if todo else [])
     return [{"text": "", **spec.empty_prediction()} if r is None else {**r, **next(results)} for r in rows]
+
+
+def check_training_format(task: str | TaskSpec) -> TaskSpec:
+    """The task's spec if its results can be written as training lines; else ConfigError naming
+    the tasks that can."""
+    from nlp.tasks.registry import list_tasks
+
+    spec = _spec(task)
+    if spec.training_format is None:
+        able = [t for t in list_tasks() if get_task(t).training_format is not None]
+        raise ConfigError(f"--format training: {spec.name} results are not written as training lines; "
+                          f"tasks that write them: {', '.join(able) or 'none'}. Or leave --format out (JSON lines)")
+    return spec
+
+
+def training_lines(rows: list[dict[str, Any]], task: str | TaskSpec) -> tuple[list[str], list[tuple[int, str]]]:
+    """Each result (`predict_rows`) as a line of the task's training files, a blank input line
+    as a blank line (training readers skip them); and (1-based line number, why) for each
+    result that cannot be written so, left blank too, for the caller to report."""
+    spec = check_training_format(task)
+    lines, unwritable = [], []
+    for n, row in enumerate(rows, 1):
+        try:
+            lines.append(spec.training_line(row))  # a blank input's empty result: an empty line
+        except DataError as err:
+            unwritable.append((n, str(err)))
+            lines.append("")
+    return lines, unwritable

@@ -89,6 +89,11 @@ class TaskSpec:
     # files of the task's own that a model directory may hold beside the weights and the tokenizer
     # (the lexical tasks' word lexicon, lexicon.tsv): `nlp hub ship` and `nlp export` copy them
     model_files: ClassVar[tuple[str, ...]] = ()
+    # `nlp predict --format training`: what a line of the task's training files is (the files
+    # `reader` reads), when its results can be written as one (`training_line`), so that a
+    # teacher's predictions on unlabelled text become training data (`data.extra_train`). None:
+    # the task's results are not written so
+    training_format: ClassVar[str | None] = None
     # the recipe's task section: TaskSettings, or a subclass with the task's own knobs
     settings: ClassVar[type[TaskSettings]] = TaskSettings
     # what a model of this task exports (ONNX): its inputs, and each output with its axis names
@@ -160,8 +165,9 @@ class TaskSpec:
 
     def saved_with_model(self, train: Any, settings: Any) -> tuple[Any, ...]:
         """Objects `nlp finetune` saves into every model directory it writes, beside the tokenizer
-        (each has ``save_pretrained(directory)``), built from the training split and the recipe's
-        task section: the task's `model_files`. Default: none."""
+        (each has ``save_pretrained(directory)``), built from the training split (without the
+        records of data.extra_train) and the recipe's task section: the task's `model_files`.
+        Default: none."""
         return ()
 
     def copy_model_files(self, src: str | os.PathLike, dst: str | os.PathLike) -> None:
@@ -245,6 +251,12 @@ class TaskSpec:
         per input field, in `input_fields` order; each output under `result_field`."""
         outputs = pipe(*[[r[f] for r in records] for f in self.input_fields])
         return [{self.result_field: o} for o in outputs]
+
+    def training_line(self, result: dict[str, Any]) -> str:
+        """One `nlp predict` result (a record with this task's result fields) as a line of the
+        task's training files (`training_format`), which `reader` reads back to the same labels.
+        DataError, saying why, for a result that cannot be written so (the caller names the line)."""
+        raise NotImplementedError(f"{self.name} results are not written as training lines (training_format is None)")
 
     def empty_prediction(self) -> dict[str, Any]:
         """The fields `nlp predict` writes for a blank input line: `result_field` with no value

@@ -92,6 +92,14 @@ class TaskData:
     splits: dict[str, Any]  # "train" / "dev" / "test" -> datasets.Dataset (missing when unused)
     label_names: list[str] | None  # None for QA and regression
     sources: dict[str, str] = field(default_factory=dict)  # role -> the file or dataset it came from
+    extra_train_rows: int = 0  # the last rows of the train split: records of data.extra_train
+
+    @property
+    def own_train(self) -> Any:
+        """The train split without data.extra_train's records (what the task's files saved with
+        the model are built from: a teacher's labels are not the data's own vocabulary)."""
+        train = self.splits["train"]
+        return train.select(range(len(train) - self.extra_train_rows)) if self.extra_train_rows else train
 
 
 def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str],
@@ -120,6 +128,39 @@ def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str],
     return splits, sources
 
 
+def _with_extra_train(spec: TaskSpec, data: Any, train: Any, source: str) -> tuple[Any, str]:
+    """The train split with the records of `data.extra_train` after it, and where it came from.
+    An extra file whose labels or columns differ from the train split's is refused by name."""
+    import datasets
+
+    parts = [train]
+    names = spec.label_names(train) if spec.trains_on(train) else None
+    for i, path in enumerate(data.extra_train):
+        key = f"data.extra_train[{i}] ({path})"
+        try:
+            extra = spec.read(path, data, need_labels=True)
+        except DataError as err:
+            raise ConfigError(f"{key}: {err}") from None
+        if not spec.trains_on(extra):
+            raise ConfigError(f"{key}: its records have no labels ({spec.label_column!r} missing); extra "
+                              "training files are labelled, e.g. by a teacher: nlp predict TEACHER --input FILE "
+                              "--format training")
+        other = spec.label_names(extra)
+        if names is not None and other is not None and other != names:
+            raise ConfigError(f"{key}: its labels {other} differ from the train split's {names}")
+        if extra.features != train.features:
+            try:
+                extra = extra.cast(train.features)
+            except (ValueError, TypeError) as err:
+                raise ConfigError(f"{key}: its columns {dict(extra.features)} do not match the train split's "
+                                  f"{dict(train.features)}: {err}") from None
+        parts.append(extra)
+    joined = datasets.concatenate_datasets(parts)
+    logger.info("data: %d training records (%d from %s, %s from data.extra_train)", len(joined), len(train),
+                source, " + ".join(str(len(p)) for p in parts[1:]))
+    return joined, f"{source} + " + " + ".join(data.extra_train)
+
+
 def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, spec: TaskSpec | None = None) -> TaskData:
     """Read the splits the recipe uses; check the label set. Raises ConfigError naming the key
     or file on a missing file, an unreadable record or a label set that does not match.
@@ -133,6 +174,9 @@ def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, 
     except DataError as err:
         key = "data.label_names" if "label set" in str(err) or "tag set" in str(err) else "data"
         raise ConfigError(f"{key}: {err}") from None
+    originals = len(splits["train"])
+    if data.extra_train:
+        splits["train"], sources["train"] = _with_extra_train(spec, data, splits["train"], sources["train"])
     for role, ds in splits.items():  # an empty dev or test split would fail only when scored
         if len(ds) == 0:
             raise ConfigError(f"data: the {role} split ({wanted[role]!r}) is empty: {sources[role]} "
@@ -158,7 +202,7 @@ def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, 
         for role in ("dev", "test"):
             if role in splits:
                 splits[role] = splits[role].select(range(min(data.max_eval_samples, len(splits[role]))))
-    return TaskData(splits, names, sources)
+    return TaskData(splits, names, sources, extra_train_rows=max(0, len(splits["train"]) - originals))
 
 
 # --------------------------------------------------------------------------- features
@@ -411,7 +455,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         eval_dataset=features.get("dev"), eval_collate_fn=eval_collate, compute_metrics=metrics,
         preprocess_logits=metrics.preprocess_logits, label_keys=metrics.label_keys,
         lengths=[spec.feature_length(f) for f in features["train"]], run_files=("recipe.yaml", "tokenizer"),
-        saved_with_model=(tokenizer, *spec.saved_with_model(data.splits["train"], recipe.task)),
+        saved_with_model=(tokenizer, *spec.saved_with_model(data.own_train, recipe.task)),
         loss_units=spec.loss_units(model),
         callbacks=[_SaveRunFiles(recipe, tokenizer, run_dir, _process_state(recipe).is_main_process),
                    final, *callbacks],

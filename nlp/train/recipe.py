@@ -120,6 +120,10 @@ class DataSection(Settings):
     files: dict[str, str] = field(default_factory=dict)  # split -> local file
     # reader options for local files (nlp.tasks readers), e.g. {text_column: sentence, encoding: gbk}
     reader: dict[str, Any] = field(default_factory=dict)
+    # local files in the task's format whose records join the train split (after it, in order;
+    # read with `reader`): e.g. a teacher's labels for unlabelled text, `nlp predict --format
+    # training` (docs/compress.md, "Distilling on more text"). Dev and test are never extended
+    extra_train: list[str] = field(default_factory=list)
     label_names: list[str] | None = None  # the label (or tag) set, in id order; checked against the data
     train_split: str = "train"
     dev_split: str | None = "dev"
@@ -487,6 +491,10 @@ def _check_data(data: DataSection, base_dir: str | Path | None) -> list[str]:
         full = Path(base_dir, path) if base_dir else Path(path)
         if not full.expanduser().is_file():
             errors.append(f"data.files.{split}: file {str(full)!r} does not exist")
+    for i, path in enumerate(data.extra_train):
+        full = Path(base_dir, path) if base_dir else Path(path)
+        if not full.expanduser().is_file():
+            errors.append(f"data.extra_train[{i}]: file {str(full)!r} does not exist")
     if data.files:
         for key, split in (("train_split", data.train_split), ("dev_split", data.dev_split),
                            ("test_split", data.test_split)):

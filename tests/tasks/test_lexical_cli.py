@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -59,6 +60,53 @@ def test_it_trains_evaluates_and_predicts_each_task(run):
     segs = [json.loads(x) for x in _nlp("predict", str(run / "run"), "--task", "word-segmentation",
                                         "--input", str(path)).stdout.splitlines()]
     assert segs[1]["words"] == [] and segs[2]["words"] == [{k: w[k] for k in ("word", "start", "end")} for w in words]
+
+
+def test_predictions_written_as_training_lines_read_back_and_extend_the_train_split(run):
+    from nlp.tasks.lexical.data import read_tagged_words
+    from nlp.train.finetune import load_task_data
+    from nlp.train.recipe import load_recipe
+
+    path = run / "unlabelled.txt"
+    path.write_text("\n".join([TEXTS[0], "", "[注]北京", TEXTS[1]]) + "\n", encoding="utf-8")
+    out = run / "labelled.txt"
+    done = _nlp("predict", str(run / "run"), "--task", "pos-tagging", "--input", str(path), "--format", "training",
+                "--output", str(out))
+    # "[注]..." opens with a word beginning with "[", which word/POS would read as a bracketed compound
+    assert "1 line(s)" in done.stderr and "(lines 3)" in done.stderr and "begins with '['" in done.stderr
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert lines[1] == lines[2] == "" and lines[4] == "" and len(lines) == 5
+    predicted = [json.loads(x)["words"] for x in _nlp("predict", str(run / "run"), "--task", "pos-tagging",
+                                                      "--input", str(path)).stdout.splitlines()]
+    back = read_tagged_words(out)  # blank lines skipped
+    names = back.features["pos"].feature.names
+    for row, words in zip(back, [predicted[0], predicted[3]]):
+        assert row["words"] == [w["word"] for w in words] and [names[i] for i in row["pos"]] == [w["pos"] for w in words]
+    # they join the built-in training sentences (data.extra_train), after them
+    recipe = load_recipe(RECIPE, [f"data.extra_train=[{out}]", "data.dev_split=null", "data.test_split=null"])
+    train = load_task_data(recipe).splits["train"]
+    builtin = nds.load("peoples-daily-1998-lexical", "train")
+    assert len(train) == len(builtin) + 2 and train[len(builtin)]["words"] == back[0]["words"]
+    assert train[-1]["pos"] == back[1]["pos"]
+    # a run on them: its word lexicon holds the words of the data's own training sentences alone
+    own = run / "own-train.txt"
+    sentences = builtin.select(range(48))
+    tags = sentences.features["pos"].feature.names
+    own.write_text("\n".join(" ".join(f"{w}/{tags[p]}" for w, p in zip(r["words"], r["pos"])) for r in sentences)
+                   + "\n", encoding="utf-8")
+    _nlp("finetune", str(RECIPE), f"model.name={ERNIE_TINY}", f"train.output_dir={run / 'extra-run'}", "data.dataset=null",
+         f"data.files.train={own}", f"data.files.dev={own}", "data.test_split=null", f"data.extra_train=[{out}]",
+         "data.max_length=64", "train.max_steps=1", "train.data.batch_size=16", "train.mixed_precision=no",
+         "train.log.progress_bar=false", "train.log.tensorboard=false", "train.log.plots=false")
+    lexicon = WordLexicon.load(run / "extra-run" / "model")
+    own_words = {w for ws in sentences["words"] for w in ws if len(w) > 1}
+    teacher_words = {w for row in back for w in row["words"] if len(w) > 1} - own_words
+    assert set(lexicon.wordhood) == own_words and teacher_words
+    # segmentation results carry no POS: refused before anything runs, naming the task that writes them
+    refused = subprocess.run([sys.executable, "-m", "nlp", "predict", str(run / "run"), "--task", "word-segmentation", "--input", str(path),
+                              "--format", "training"], capture_output=True, text=True, env=nlp_env())
+    assert refused.returncode != 0 and "tasks that write them: lexical-analysis, pos-tagging." in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 @pytest.mark.parametrize("quantize", [None, "int8"])

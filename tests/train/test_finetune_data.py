@@ -139,3 +139,36 @@ def test_an_empty_dev_file_is_refused_before_training(tmp_path):
     with pytest.raises(ConfigError, match=rf"the dev split \('dev'\) is empty: {dev} holds no records; "
                                           r"or set data.dev_split: null"):
         load_task_data(recipe)
+
+
+def test_extra_training_files_join_the_train_split_in_order(tmp_path):
+    train, extra, extra2 = tmp_path / "train.csv", tmp_path / "extra.csv", tmp_path / "extra2.csv"
+    train.write_text("text,label\n很好,pos\n很差,neg\n", encoding="utf-8")
+    extra.write_text("text,label\n不错,pos\n太差了,neg\n", encoding="utf-8")
+    extra2.write_text("text,label\n一般般,neg\n还行,pos\n", encoding="utf-8")
+    data = load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(extra), str(extra2)]))
+    split = data.splits["train"]
+    assert split["text"] == ["很好", "很差", "不错", "太差了", "一般般", "还行"]
+    names = split.features["label"].names
+    assert [names[i] for i in split["label"]] == ["pos", "neg", "pos", "neg", "neg", "pos"]
+    assert data.sources["train"] == f"{train} + {extra} + {extra2}"
+    assert data.extra_train_rows == 4 and data.own_train["text"] == ["很好", "很差"]
+    # max_train_samples counts the joined split
+    assert len(load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(extra)],
+                                            max_train_samples=3)).splits["train"]) == 3
+
+
+def test_an_extra_training_file_is_checked_and_named(tmp_path):
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n很好,pos\n很差,neg\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data.extra_train\[0\]: file '.*missing.csv' does not exist"):
+        _files_recipe({"train": str(train)}, extra_train=[str(tmp_path / "missing.csv")])
+    other = tmp_path / "other.csv"
+    other.write_text("text,label\n好评如潮,good\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({other}\): its labels \['good'\] differ "
+                                          r"from the train split's \['neg', 'pos'\]"):
+        load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(other)]))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,label\n\"unclosed,pos\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({bad}\): "):
+        load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(bad)]))

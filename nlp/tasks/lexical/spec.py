@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import datasets
 
+from nlp._common import DataError
 from nlp._settings import Problem
 from nlp.tasks.datasets import BuiltinDataset, register_dataset
 from nlp.tasks.lexical.data import build_peoples_daily_lexical, read_tagged_words
@@ -138,6 +139,20 @@ class LexicalAnalysisSpec(TokenClassificationSpec):
         return {k: m[k] for k in ("word_f1", "word_precision", "word_recall", "pos_accuracy", "word_pos_f1",
                                   "entity_f1")}
 
+    training_format = "word/POS, one sentence a line (People's Daily's: 迈向/v 充满/v 希望/n)"
+
+    def result_words(self, result: dict[str, Any]) -> list[dict[str, Any]]:
+        """The words (``{"word", "start", "end", "pos"}``) of one `nlp predict` result."""
+        return result[self.result_field]["words"]
+
+    def training_line(self, result: dict[str, Any]) -> str:
+        words = self.result_words(result)
+        for w in words:
+            if w["word"].startswith("["):
+                raise DataError(f"the word {w['word']!r} begins with '[', which the word/POS format reads as "
+                                "the opening of a bracketed compound ([中共/nt 中央/n]nt)")
+        return " ".join(f"{w['word']}/{w['pos']}" for w in words)
+
     def empty_prediction(self) -> dict[str, Any]:
         return {self.result_field: {"words": [], "entities": []}}
 
@@ -150,6 +165,9 @@ class PosTaggingSpec(LexicalAnalysisSpec):
     pipeline = PosTaggingPipeline
     result_field = "words"
     serving = PosTaggingAdapter()
+
+    def result_words(self, result: dict[str, Any]) -> list[dict[str, Any]]:
+        return result[self.result_field]
 
     def empty_prediction(self) -> dict[str, Any]:
         return {"words": []}
@@ -168,6 +186,7 @@ class WordSegmentationSpec(PosTaggingSpec):
     aliases = ("segmentation", "cws")
     pipeline = SegmentationPipeline
     serving = SegmentationAdapter()
+    training_format = None  # words without their POS: `--task pos-tagging` writes training lines
     builtin_pipelines: dict[str, Callable[..., Any]] = {"jieba": _jieba}
 
 
