@@ -102,9 +102,9 @@ def test_predictions_written_as_training_lines_read_back_and_extend_the_train_sp
     own_words = {w for ws in sentences["words"] for w in ws if len(w) > 1}
     teacher_words = {w for row in back for w in row["words"] if len(w) > 1} - own_words
     assert set(lexicon.wordhood) == own_words and teacher_words
-    # segmentation results carry no POS: refused before anything runs, naming the task that writes them
-    refused = subprocess.run([sys.executable, "-m", "nlp", "predict", str(run / "run"), "--task", "word-segmentation", "--input", str(path),
-                              "--format", "training"], capture_output=True, text=True, env=nlp_env())
+    # segmentation results carry no POS: refused before anything runs, naming the tasks that write lines
+    refused = subprocess.run([sys.executable, "-m", "nlp", "predict", str(run / "run"), "--task", "word-segmentation",
+                              "--input", str(path), "--format", "training"], capture_output=True, text=True, env=nlp_env())
     assert refused.returncode != 0 and "tasks that write them: lexical-analysis, pos-tagging." in refused.stderr
     assert "Traceback" not in refused.stderr
 

@@ -168,6 +168,10 @@ def test_an_extra_training_file_is_checked_and_named(tmp_path):
     with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({other}\): its labels \['good'\] differ "
                                           r"from the train split's \['neg', 'pos'\]"):
         load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(other)]))
+    unlabelled = tmp_path / "unlabelled.csv"
+    unlabelled.write_text("text\n不错\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({unlabelled}\): .*no 'label' label.*columns found: text"):
+        load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(unlabelled)]))
     bad = tmp_path / "bad.csv"
     bad.write_text("text,label\n\"unclosed,pos\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({bad}\): "):
