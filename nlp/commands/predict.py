@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     spec = None
     if args.format == "training":  # refused before any prediction runs
         spec = check_training_format(args.task or (backend.task if backend is not None else
-                                                   locate_model(args.model, None).spec.name))
+                                                   locate_model(args.model).spec))
     rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k,
                         encoding=args.encoding, backend=backend)
     if spec is None:

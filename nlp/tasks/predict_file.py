@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nlp._common import ConfigError, DataError
-from nlp.tasks.registry import get_task
+from nlp.tasks.registry import get_task, list_tasks
 from nlp.tasks.spec import TaskSpec
 
 __all__ = ["read_inputs", "predict_rows", "training_lines", "check_training_format"]
@@ -94,8 +94,6 @@ def predict_rows(pipe: Any, rows: list[dict[str, Any] | None], task: str | TaskS
 def check_training_format(task: str | TaskSpec) -> TaskSpec:
     """The task's spec if its results can be written as training lines; else ConfigError naming
     the tasks that can."""
-    from nlp.tasks.registry import list_tasks
-
     spec = _spec(task)
     if spec.training_format is None:
         able = [t for t in list_tasks() if get_task(t).training_format is not None]
