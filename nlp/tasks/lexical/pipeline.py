@@ -36,7 +36,8 @@ import torch
 
 from nlp._common import ConfigError
 from nlp.tasks.backend import CRF_KEYS
-from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
+from nlp.tasks.base_pipeline import Pipeline, as_batch, check_unicode
+from nlp.tasks.char_windows import CharacterRows, TokenCache
 from nlp.tasks.lexical.heads import ErnieForLexicalAnalysis
 from nlp.tasks.lexical.lexicon import LEXICON_FILE, WordLexicon
 from nlp.tasks.lexical.lexicon_decode import LexicalTagIndex, decode_with_lexicon
@@ -68,8 +69,8 @@ class _Window:
     centrality: np.ndarray
 
     @classmethod
-    def of(cls, word_ids: list[int | None]) -> _Window:
-        wid = np.array([-1 if w is None else w for w in word_ids], dtype=np.int64)
+    def of(cls, wid: np.ndarray) -> _Window:
+        """From a row's word ids (the character of each token, -1 for special tokens)."""
         first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
         positions = np.flatnonzero(first)
         content = np.flatnonzero(wid >= 0)  # the tokens of characters, special tokens aside
@@ -172,16 +173,16 @@ class LexicalAnalysisPipeline(Pipeline):
         todo = [k for k, t in enumerate(texts) if t]
         if not todo:
             return out
-        enc = self.tokenizer([texts[k] for k in todo], is_split_into_words=True, truncation=True,
-                             max_length=self.max_length, stride=stride, return_overflowing_tokens=True)
-        windows = [_Window.of(enc.word_ids(r)) for r in range(len(enc["input_ids"]))]
+        batch = CharacterRows.of(self.tokenizer, [texts[k] for k in todo], max_length=self.max_length,
+                                 stride=stride, cache=self._token_cache)
+        windows = [_Window.of(word_ids) for word_ids in batch.word_ids]
         rows = [r for r, w in enumerate(windows) if len(w.positions)]
         if not rows:
             return out
-        logits = self._forward([{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in rows])
+        logits = self._forward([batch.features[r] for r in rows])
         centrality = [np.full(len(texts[k]), -1, dtype=np.int64) for k in todo]  # of the window each char came from
         for lg, r in zip(logits, rows):
-            k, window = enc["overflow_to_sample_mapping"][r], windows[r]
+            k, window = batch.text[r], windows[r]
             scores, tagged = out[todo[k]]
             better = window.centrality > centrality[k][window.chars]  # strictly: the first window wins ties
             chars = window.chars[better]
@@ -272,6 +273,11 @@ class LexicalAnalysisPipeline(Pipeline):
         total[np.isnan(total)] = -np.inf
         best = int(total.argmax())  # the first POS of the best score
         return pos_tags[best] if total[best] > -np.inf else SYMBOL_POS
+
+    @functools.cached_property
+    def _token_cache(self) -> TokenCache:
+        """The characters' token ids seen so far: rows without the tokenizer (nlp/tasks/char_windows.py)."""
+        return TokenCache(self.tokenizer)
 
     @functools.cached_property
     def _pos_table(self) -> tuple[list[str], dict[str, np.ndarray]]:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,7 +14,8 @@ import torch
 
 from nlp._common import ConfigError
 from nlp.tasks.backend import CRF_KEYS
-from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
+from nlp.tasks.base_pipeline import Pipeline, as_batch, check_unicode
+from nlp.tasks.char_windows import CharacterRows, TokenCache
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import visible_characters
@@ -56,14 +58,12 @@ class TokenClassificationPipeline(Pipeline):
     def _tag_words(self, words: list[list[str]], best: list[_Best], stride: int) -> None:
         """Update `best[i]` with the tags of the words of each text, all windows of all texts
         batched together; each row's first sub-tokens of words are decoded as one chain."""
-        enc = self.tokenizer(words, is_split_into_words=True, truncation=True, max_length=self.max_length,
-                             stride=stride, return_overflowing_tokens=True)
-        n_rows = len(enc["input_ids"])
-        sample = enc["overflow_to_sample_mapping"]
+        batch = CharacterRows.of(self.tokenizer, words, max_length=self.max_length, stride=stride,
+                                 cache=self._token_cache)
+        n_rows, sample = len(batch.features), batch.text
         # per row: the token positions that start a word, and those words (numpy, not per token)
         firsts, row_words, content = [], [], []
-        for r in range(n_rows):
-            wid = np.array([-1 if w is None else w for w in enc.word_ids(r)], dtype=np.int64)
+        for wid in batch.word_ids:
             first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
             firsts.append(np.flatnonzero(first))
             row_words.append(wid[first])
@@ -73,7 +73,7 @@ class TokenClassificationPipeline(Pipeline):
         rows = [r for r in range(n_rows) if len(firsts[r])]
         if not rows:
             return
-        logits_rows = self._forward([{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in rows])
+        logits_rows = self._forward([batch.features[r] for r in rows])
         # the rows' word positions moved to the front (what decoding does to a masked row anyway)
         num_labels = logits_rows[0].shape[-1]
         lengths = [len(firsts[r]) for r in rows]
@@ -94,6 +94,12 @@ class TokenClassificationPipeline(Pipeline):
             lo, hi = content[r]  # a word's centrality: its distance to the nearer end of the window
             centrality = np.minimum(pos - lo, hi - pos)
             best[sample[r]].update(row_words[r], centrality, tags_np[j, :n], probs[j, :n])
+
+
+    @functools.cached_property
+    def _token_cache(self) -> TokenCache:
+        """The characters' token ids seen so far: rows without the tokenizer (nlp/tasks/char_windows.py)."""
+        return TokenCache(self.tokenizer)
 
 
 class _Best:

