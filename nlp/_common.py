@@ -23,7 +23,12 @@ __all__ = [
     "atomic_write",
     "current_umask",
     "sha256_file",
+    "PRECISIONS",
 ]
+
+# The precisions a PyTorch model runs inference in (nlp.models.precision resolves "auto"): the
+# `precision=` of pipelines, `nlp predict --precision`, `nlp serve --precision`
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 class NlpError(Exception):

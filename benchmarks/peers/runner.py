@@ -16,7 +16,8 @@ A tool is analysed as it is scored: jieba.posseg, LAC's `run` (words + POS + PER
 thulac with POS, pkuseg's default model (segmentation: its postag model downloads at first
 use), jiagu seg + pos + ner. `ours:TASK[=MODEL][@PRECISION]` is any `nlp.pipeline` task (and
 model: a hub name, directory or export directory), PyTorch models in PRECISION (default
---precision: auto, bf16 autocast where the CPU has native bf16; or fp32). --bare (ours, with
+--precision: auto, `nlp.pipeline(..., precision="auto")`: bf16 weights where the CPU has native
+bf16; or fp32; a checkout from before that keyword runs under bf16 autocast). --bare (ours, with
 --speed) times the forward passes alone, the texts tokenized before the clock starts.
 
 Threads: --threads N caps every pool a tool may use (OMP/MKL/OpenBLAS env vars set before the
@@ -147,13 +148,18 @@ def _ours(threads: int, options: dict):
             model, tokenizer = OnnxBackend(model, threads=threads), model
     elif not spec.needs_model and model == "jieba":
         model = None  # a checkout where word segmentation is jieba alone and takes no model=
-    pipe = nlp.pipeline(task, model=model or None, tokenizer=tokenizer, **kwargs)
     cast = contextlib.nullcontext()
-    if precision != "fp32" and getattr(pipe, "model", None) is not None:
-        from nlp.deploy.server_model import serving_precision
+    if spec.needs_model and not builtin and not tokenizer:  # a PyTorch model, in `precision`
+        try:
+            pipe = nlp.pipeline(task, model=model or None, precision=precision, **kwargs)
+        except TypeError:  # a checkout from before pipelines took precision= (--before): autocast
+            pipe = nlp.pipeline(task, model=model or None, **kwargs)
+            from nlp.deploy.server_model import serving_precision
 
-        if serving_precision(precision, torch.device("cpu")) == "bf16":
-            cast = torch.autocast("cpu", dtype=torch.bfloat16)
+            if serving_precision(precision, torch.device("cpu")) == "bf16":
+                cast = torch.autocast("cpu", dtype=torch.bfloat16)
+    else:
+        pipe = nlp.pipeline(task, model=model or None, tokenizer=tokenizer, **kwargs)
 
     def analyse(texts):
         with cast, torch.inference_mode():

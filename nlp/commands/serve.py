@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from nlp._common import PRECISIONS
+
 TOKEN_ENV = "NLP_SERVE_TOKEN"
 
 EPILOG = """examples:
@@ -56,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="require `Authorization: Bearer TOKEN` on /predict, /info and /metrics (any characters; "
                         f"default: ${TOKEN_ENV}, which, unlike the command line, other users cannot see in ps)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
-    p.add_argument("--precision", default=d.precision, choices=["auto", "fp32", "bf16", "fp16"],
+    p.add_argument("--precision", default=d.precision, choices=PRECISIONS,
                    help="PyTorch models: auto (bf16 where the CPU or GPU runs it natively, else fp32), "
                         "fp32, bf16, fp16 (CUDA)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: cuda when available)")

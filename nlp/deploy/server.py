@@ -143,10 +143,9 @@ class _ModelServer:
         adapter = adapter_for(served.task)
         shapes = warm_up_shapes(served.pipeline, self.config.max_batch_tokens)
         start = time.perf_counter()
-        with served.autocast():
-            for rows, tokens in shapes:
-                served.pipeline.batch_size = rows
-                adapter.run(served, adapter.warm_up_items(tokens, rows), adapter.call_key({}))
+        for rows, tokens in shapes:
+            served.pipeline.batch_size = rows
+            adapter.run(served, adapter.warm_up_items(tokens, rows), adapter.call_key({}))
         logger.info("warm-up: %d batches (%d windows of %d tokens first) in %.2f s", len(shapes), shapes[0][0],
                     shapes[0][1], time.perf_counter() - start)
 
@@ -166,8 +165,7 @@ class _ModelServer:
         served.pipeline.batch_size = max(1, min(rows, self.config.max_batch_tokens // passes // longest))
         if not served.rows_independent:  # dynamic int8: one activation scale per pass, so one row a pass
             served.pipeline.batch_size = 1
-        with served.autocast():
-            outputs = routes_for(served.task)[path].run(served, items, key)
+        outputs = routes_for(served.task)[path].run(served, items, key)
         return split_outputs(outputs, [len(job.items) for job in jobs])
 
     def _on_batch(self, stats: BatchStats) -> None:

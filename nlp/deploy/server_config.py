@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nlp._common import ConfigError
+from nlp._common import PRECISIONS, ConfigError
 
 __all__ = ["PRECISIONS", "ServeConfig"]
-
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -17,7 +15,7 @@ class ServeConfig:
 
     model: str                       # a run, model or export directory
     task: str | None = None          # default: what the model's config says
-    precision: str = "auto"          # auto | fp32 | bf16 | fp16 (PyTorch models; see server_model.py)
+    precision: str = "auto"          # auto | fp32 | bf16 | fp16 (PyTorch models; nlp/models/precision.py)
     device: str | None = None        # default: cuda when available, else cpu
     host: str = "127.0.0.1"          # loopback only unless asked: there is no TLS here
     port: int = 8000

@@ -2,19 +2,16 @@
 
     served = load_pipeline_for_serving("runs/sentiment-reviews")   # RUN/model, with its max_length
     served.task, served.labels, served.backend, served.precision
-    with served.autocast():
-        served.pipeline(["服务很好"], top_k=None)
+    served.pipeline(["服务很好"], top_k=None)
 
 PyTorch models run in the precision `auto` picks, as the trainer's `mixed_precision: auto` does:
-bf16 autocast on CPUs with native bf16 dot products (AVX512-BF16 / AMX) and on Ampere+ GPUs,
-fp16 autocast on older GPUs, fp32 elsewhere. Autocast (not a bf16 copy of the weights) keeps
-LayerNorm and softmax in fp32. Export directories run on onnxruntime in the precision they were
-exported in.
+bf16 on CPUs with native bf16 dot products (AVX512-BF16 / AMX) and on Ampere+ GPUs, fp16 on
+older GPUs, fp32 elsewhere, on weights cast to it once (nlp/models/precision.py says why not
+autocast). Export directories run on onnxruntime in the precision they were exported in.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import logging
 from dataclasses import dataclass
@@ -23,22 +20,20 @@ from typing import Any
 
 import torch
 
-from nlp._common import ConfigError, DataError, NlpError, did_you_mean
+from nlp._common import ConfigError, DataError, NlpError
 from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
-from nlp.models import (ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_bf16_flags, cpu_has_fast_bf16,
-                        limit_onednn_cache)
+from nlp.models import (ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_bf16_flags, limit_onednn_cache,
+                        resolve_precision)
 from nlp.models.fast_paths import gemm_row_bucket
-from nlp.deploy.server_config import PRECISIONS
 from nlp.tasks.model_dirs import locate_model, run_recipe
 from nlp.tasks.base_pipeline import Pipeline, fitting_pad_multiple
 from nlp.tasks.registry import TaskSpec, get_task
 
 __all__ = ["PAD_MULTIPLE", "ServingModel", "backend_advice", "check_servable", "load_pipeline_for_serving",
-           "padded_lengths", "serving_pad_multiple", "serving_precision", "warm_up_shapes"]
+           "padded_lengths", "serving_pad_multiple", "warm_up_shapes"]
 
 logger = logging.getLogger(__name__)
 
-_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 PAD_MULTIPLE = 16  # a PyTorch server's batch lengths are multiples of this (serving_pad_multiple)
 
 
@@ -51,34 +46,12 @@ class ServingModel:
     labels: list[str] | None  # label (tag) names in id order; None for QA
     model: str                # the directory the weights came from
     backend: str              # "torch" or "onnxruntime"
-    precision: str            # "fp32", "bf16", "fp16" (torch autocast) or the export's ("int8", ...)
+    precision: str            # "fp32", "bf16", "fp16" (the PyTorch model's weights) or the export's ("int8", ...)
     device: str
     max_length: int           # tokens per window
     # False where a row's outputs depend on the other rows of its forward pass: dynamic int8
     # quantizes the activations with one scale per batch, so the server then runs rows one by one
     rows_independent: bool = True
-
-    def autocast(self) -> contextlib.AbstractContextManager:
-        """The context each forward runs in (thread-local: enter it in the thread that runs)."""
-        if self.backend == "torch" and self.precision in _DTYPES:
-            return torch.autocast(torch.device(self.device).type, dtype=_DTYPES[self.precision])
-        return contextlib.nullcontext()
-
-
-def serving_precision(requested: str, device: torch.device) -> str:
-    """"auto" -> what is fast on `device` (see the module docstring); others are checked."""
-    if requested not in PRECISIONS:
-        raise ConfigError(f"precision {requested!r} is not one of {', '.join(PRECISIONS)}"
-                          f"{did_you_mean(requested, PRECISIONS)}")
-    if requested == "auto":
-        if device.type == "cuda":
-            major, _ = torch.cuda.get_device_capability(device)
-            return "bf16" if major >= 8 else "fp16"
-        return "bf16" if cpu_has_fast_bf16() else "fp32"
-    if requested == "fp16" and device.type != "cuda":
-        raise ConfigError("precision 'fp16' needs a CUDA device; on the CPU use bf16 (fast on CPUs with "
-                          "AVX512-BF16 or AMX), fp32, or auto")
-    return requested
 
 
 def serving_pad_multiple(max_length: int, max_positions: int) -> int | None:
@@ -169,7 +142,7 @@ def check_servable(model_path: str | Path, *, task: str | None = None, precision
     else:
         resolved = torch.device(device) if device is not None else \
             torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        serving_precision(precision, resolved)
+        resolve_precision(precision, resolved)
     return spec.name
 
 
@@ -215,15 +188,15 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     run's training length, else the pipeline's default.
     """
     model_dir, spec = _resolve(model_path, task)
-    # every GEMM shape compiles a oneDNN kernel (bf16 autocast included): a server runs its GEMMs
+    # every GEMM shape compiles a oneDNN kernel (bf16 included): a server runs its GEMMs
     # in row buckets (below) and keeps all of their kernels, never recompiling
     limit_onednn_cache(ONEDNN_SERVING_CACHE_ENTRIES)
     if is_export_dir(model_dir):
         return _load_export(model_dir, spec, precision, device, max_length)
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    chosen = serving_precision(precision, device)
+    chosen = resolve_precision(precision, device)
     max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
-    pipe = spec.pipeline(model_dir, device=device, max_length=max_length)
+    pipe = spec.pipeline(model_dir, device=device, max_length=max_length, precision=chosen)
     pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_position_embeddings)
     bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)

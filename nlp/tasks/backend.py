@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from nlp.models import ErnieConfig, PreTrainedEncoder
+from nlp.models import PRECISION_DTYPES, ErnieConfig, PreTrainedEncoder, precision_of, resolve_precision
 
 __all__ = ["Backend", "TorchBackend", "BackendModule", "CRF_KEYS", "torch_device"]
 
@@ -51,20 +51,25 @@ def torch_device(device: Any) -> torch.device:
 
 
 class TorchBackend:
-    """A PyTorch head model (in eval mode, on `device`) as a backend."""
+    """A PyTorch head model (in eval mode, on `device`) as a backend.
+
+    `precision`: None keeps the model's own dtype; "fp32", "bf16", "fp16" or "auto" (what is fast
+    on the device: nlp.models.precision) casts its weights to that dtype, in place, as
+    `model.to(device)` moves them. Outputs are float32 whatever the precision."""
 
     name = "torch"
 
-    def __init__(self, model: PreTrainedEncoder, device: Any = None) -> None:
+    def __init__(self, model: PreTrainedEncoder, device: Any = None, precision: str | None = None) -> None:
         if not isinstance(model, PreTrainedEncoder):
             raise TypeError(f"TorchBackend takes a model of nlp (a PreTrainedEncoder), got {type(model).__name__}")
         self.device = torch_device(device)
-        self.model = model.to(self.device).eval()
-        self.config = model.config
-        self.precision = str(next(model.parameters()).dtype).replace("torch.", "").replace("float32", "fp32")
-        crf = getattr(model, "crf", None)
+        dtype = None if precision is None else PRECISION_DTYPES[resolve_precision(precision, self.device)]
+        crf = getattr(model, "crf", None)  # its scores decode outside the network: kept as trained
         self.crf = None if crf is None else {
             k: getattr(crf, k.split(".", 1)[1]).detach().float().cpu().numpy() for k in CRF_KEYS}
+        self.model = model.to(device=self.device, dtype=dtype).eval()
+        self.config = model.config
+        self.precision = precision_of(next(model.parameters()).dtype)
 
     @torch.inference_mode()
     def __call__(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

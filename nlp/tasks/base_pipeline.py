@@ -24,6 +24,11 @@ call: the windows of a long document run together, not one at a time. A PyTorch 
 pads each batch's length up to a multiple of 8 (`pad_to_multiple_of="auto"`; None: to its
 longest row), so that oneDNN builds kernels for a few shapes rather than one per length.
 
+`precision=`: None runs a PyTorch model in the dtype it loads in (fp32); "auto" in what is fast
+on the device (bf16 on a CPU with AVX512-BF16 or AMX, and on Ampere+ GPUs), or "fp32", "bf16",
+"fp16" (GPU only): the weights are cast once (nlp/models/precision.py). A backend (an export on
+onnxruntime) runs in the precision it was made in.
+
 Long inputs are windowed, never silently truncated: NER runs overlapping windows over the whole
 text and takes each character's tag from the window where it has the most context on both
 sides; QA searches every window of the context. Text classification truncates to
@@ -75,7 +80,7 @@ class Pipeline:
     def __init__(self, model: PreTrainedEncoder | Backend | str | os.PathLike,
                  tokenizer: Tokenizer | str | os.PathLike | None = None,
                  *, device: Any = None, batch_size: int = 8, max_length: int | None = None,
-                 pad_to_multiple_of: int | None | str = "auto") -> None:
+                 pad_to_multiple_of: int | None | str = "auto", precision: str | None = None) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
         self.model: PreTrainedEncoder | None = None
@@ -84,10 +89,13 @@ class Pipeline:
                 raise ConfigError(f"{self.task!r} needs a {self.head_class.__name__}, got {type(model).__name__}")
             if tokenizer is None:
                 raise ConfigError("give tokenizer= (a Tokenizer or a directory) with a model object")
-            backend: Backend = TorchBackend(model, device)
+            backend: Backend = TorchBackend(model, device, precision)
         elif isinstance(model, Backend):
             if tokenizer is None:
                 raise ConfigError("give tokenizer= (a Tokenizer or a directory) with a backend")
+            if precision not in (None, "auto", model.precision):
+                raise ConfigError(f"precision={precision!r}: this {model.name} backend runs in the precision its "
+                                  f"model was made in ({model.precision}); leave precision out")
             backend = model
         elif isinstance(model, (str, os.PathLike)):
             path = Path(model).expanduser()
@@ -97,7 +105,7 @@ class Pipeline:
             if (path / _EXPORT_MANIFEST).is_file():
                 raise ConfigError(f"{str(path)!r} is an export directory (nlp export); run it with "
                                   f"nlp.pipeline({self.task!r}, model={str(path)!r}), which loads it on onnxruntime")
-            backend = TorchBackend(self.head_class.from_pretrained(path), device)
+            backend = TorchBackend(self.head_class.from_pretrained(path), device, precision)
             tokenizer = path if tokenizer is None else tokenizer
         else:
             raise TypeError(f"model must be a local directory (str or os.PathLike), a {self.head_class.__name__} "

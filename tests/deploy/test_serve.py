@@ -465,24 +465,26 @@ def test_info_openapi_and_metrics(clf_url):
 
 
 def test_auto_precision_follows_the_hardware(models, monkeypatch):
+    """`nlp serve --precision auto` (the default): bf16 weights where the CPU multiplies bf16
+    natively (nlp/models/precision.py, whose own checks are tests/tasks/test_pipeline_precision.py),
+    fp32 elsewhere; the answers agree with fp32's."""
     import torch
 
     from nlp.deploy import server_model
+    from nlp.models import precision
 
-    monkeypatch.setattr(server_model, "cpu_has_fast_bf16", lambda: True)
-    assert server_model.serving_precision("auto", torch.device("cpu")) == "bf16"
-    monkeypatch.setattr(server_model, "cpu_has_fast_bf16", lambda: False)
-    assert server_model.serving_precision("auto", torch.device("cpu")) == "fp32"
-    with pytest.raises(ConfigError, match="fp16' needs a CUDA device"):
-        server_model.serving_precision("fp16", torch.device("cpu"))
-    monkeypatch.setattr(server_model, "cpu_has_fast_bf16", lambda: True)
+    monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: False)
+    assert server_model.load_pipeline_for_serving(models["text-classification"], device="cpu").precision == "fp32"
+    monkeypatch.setattr(precision, "cpu_has_fast_bf16", lambda: True)
     served = server_model.load_pipeline_for_serving(models["text-classification"], device="cpu")
-    assert served.precision == "bf16" and served.autocast() is not None
-    with served.autocast():
-        bf16 = served.pipeline(TEXTS[:4], top_k=None)
+    assert served.precision == "bf16" and served.pipeline.backend.precision == "bf16"
+    assert {p.dtype for p in served.pipeline.model.parameters()} == {torch.bfloat16}
+    bf16 = served.pipeline(TEXTS[:4], top_k=None)
     fp32 = pipeline("text-classification", model=models["text-classification"])(TEXTS[:4], top_k=None)
     for a, b in zip(bf16, fp32):
         assert {x["label"]: round(x["score"], 1) for x in a} == {x["label"]: round(x["score"], 1) for x in b}
+    with pytest.raises(ConfigError, match="fp16' needs a CUDA device"):
+        server_model.check_servable(models["text-classification"], precision="fp16", device="cpu")
 
 
 def test_loading_errors(models, tmp_path):

@@ -194,3 +194,66 @@ def test_row_buckets_pad_the_gemms_and_change_no_output(bf16, monkeypatch):
     bucket_gemm_rows(model, enabled=False)
     assert not model.ops.row_buckets
     assert not bucket_gemm_rows(build(tiny("ernie-3.0-mini-zh"), "0", monkeypatch))  # TorchOps: nothing to set
+
+
+def _qkv(B, nh, T, hd, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(B, nh, T, hd, generator=g).to(dtype) for _ in range(3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_short_rows_attend_as_sdpa_does(dtype):
+    """`_short_attention` (two batched GEMMs) gives SDPA's numbers: no mask, key padding,
+    block-diagonal packed rows (B, 1, T, T), an additive mask; fp32 to rounding, bf16 within bf16."""
+    from nlp.models.fast_paths import _short_attention
+
+    q, k, v = _qkv(3, 4, 11, 8, dtype)
+    lengths = torch.tensor([11, 6, 1])
+    padding = (torch.arange(11)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T)
+    pack = torch.tensor([[1] * 5 + [2] * 6, [1] * 11, [1] * 3 + [2] * 3 + [3] * 5])
+    packed = (pack[:, None, :, None] == pack[:, None, None, :])  # (B, 1, T, T)
+    additive = torch.zeros(3, 1, 1, 11, dtype=dtype).masked_fill(~padding, torch.finfo(dtype).min)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    for mask in (None, padding, packed, additive):
+        want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                                attn_mask=None if mask is None else
+                                                                mask if mask.dtype == torch.bool else mask.float())
+        got = _short_attention(q, k, v, mask)
+        assert got.dtype == dtype and got.shape == q.shape
+        torch.testing.assert_close(got.float(), want, atol=tol, rtol=tol)
+
+
+def test_short_attention_applies_to_cpu_inference_of_short_rows_only(monkeypatch):
+    """FastOps.attention takes the batched-GEMM path in CPU inference on rows of at most
+    SHORT_ATTENTION_TOKENS, outside autocast; SDPA elsewhere (training, autocast, long rows)."""
+    taken = []
+    real = fast_paths._short_attention
+    monkeypatch.setattr(fast_paths, "_short_attention", lambda *a: taken.append(a[0].shape[-2]) or real(*a))
+    ops = select_ops()
+    short, long = _qkv(2, 2, 16, 8, torch.float32), _qkv(1, 2, fast_paths.SHORT_ATTENTION_TOKENS + 1, 8, torch.float32)
+    with torch.inference_mode():
+        ops.attention(*short, None, 0.0)
+        assert taken == [16]
+        ops.attention(*long, None, 0.0)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            ops.attention(*short, None, 0.0)
+    trained = [t.clone().requires_grad_() for t in short]
+    ops.attention(*trained, None, 0.0).sum().backward()
+    assert taken == [16] and trained[0].grad is not None
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_a_model_cast_to_bf16_runs_its_fast_paths_and_agrees_with_fp32(onednn, monkeypatch):
+    """The inference precision "bf16" (a model cast to bf16): the forward stays in bf16 end to
+    end and agrees with the fp32 model within bf16's rounding, padded and packed."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("bf16 CPU kernels need oneDNN")
+    config = tiny("ernie-3.0-nano-zh")
+    fp32 = build(config, "1", monkeypatch, NLP_ONEDNN_LINEAR=onednn).eval()
+    bf16 = build(config, "1", monkeypatch, NLP_ONEDNN_LINEAR=onednn).eval().to(torch.bfloat16)
+    for batch in batches(config):
+        with torch.inference_mode():
+            want = fp32(**batch).last_hidden_state
+            got = bf16(**batch).last_hidden_state
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got.float(), want, atol=6e-2, rtol=5e-2)

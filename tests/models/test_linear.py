@@ -72,6 +72,37 @@ def test_fused_epilogues_step_aside_under_autograd_and_autocast():
     assert out.dtype == torch.bfloat16
 
 
+@needs_onednn
+def test_bf16_inference_takes_onednn_with_its_epilogues_and_training_does_not(monkeypatch):
+    """A model cast to bf16 (inference precision "bf16"): the three linears run oneDNN's op in
+    bf16 and agree with F.linear computed in fp32 from the same bf16 numbers; under autograd, and
+    where oneDNN's bf16 op is missing, they step aside."""
+    if not _linear._onednn_bf16_linear_works():
+        pytest.skip("oneDNN's bf16 linear does not run on this CPU")
+    x, w, b = (t.detach().bfloat16() for t in _tensors((2, 9, 16)))
+    other = torch.randn(2, 9, 24).bfloat16()
+    calls = []
+    real = torch.ops.mkldnn._linear_pointwise
+    with torch.no_grad():
+        ref = F.linear(x.float(), w.float(), b.float())
+        got = {"linear": _linear.linear(x, w, b), "gelu": _linear.linear_gelu(x, w, b),
+               "add": _linear.linear_add(x, w, b, other)}
+        want = {"linear": ref, "gelu": F.gelu(ref), "add": ref + other.float()}
+        for name in got:
+            assert got[name].dtype == torch.bfloat16, name
+            torch.testing.assert_close(got[name].float(), want[name], atol=3e-2, rtol=2e-2, msg=name)
+        assert _linear.linear_add(x, w, b, other.float()) is None  # mixed dtypes: the caller adds
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", lambda *a: calls.append(a) or real(*a))
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    out = _linear.linear(xg, wg, b)  # autograd: F.linear, whose bf16 backward torch owns
+    out.float().sum().backward()
+    assert not calls and xg.grad is not None and _linear.linear_gelu(xg, wg, b) is None
+    monkeypatch.setattr(_linear, "_onednn_bf16_linear_works", lambda: False)
+    with torch.no_grad():
+        assert _linear.linear_gelu(x, w, b) is None and _linear.linear_add(x, w, b, other) is None
+        assert torch.equal(_linear.linear(x, w, b), F.linear(x, w, b))
+
+
 def test_mismatched_shapes_get_f_linears_error():
     x, w, b = _tensors((4, 16))
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
