@@ -31,7 +31,7 @@ ROOT = HERE.parent
 STAGES = [
     ("model forward", ["(nlp/tasks/backend.py", "(nlp/deploy/backend.py"]),
     ("collation, batch to numpy", ["(nlp/tokenizer/collate.py", "_forward (nlp/tasks/base_pipeline.py"]),
-    ("tokenization", ["(nlp/tokenizer/"]),
+    ("tokenization", ["(nlp/tokenizer/", "(nlp/tasks/char_windows.py"]),
     ("user dictionary", ["(nlp/tasks/lexical/userdict.py", "_apply_user_dict (", "_best_pos ("]),
     ("decoding (Viterbi)", ["(nlp/tasks/ner/crf.py", "(nlp/tasks/ner/constrained.py", "decode_tags (",
                             "decode_constrained_rows (", "_decode (", "_decode_padded ("]),
