@@ -79,13 +79,12 @@ def _encoder(side: str, model_dir: Path, exports: dict[str, str], args: argparse
     if side.startswith("ort-"):
         pipe = nlp.pipeline("feature-extraction", model=exports[side], max_length=args.max_length, **rows)
     else:
-        from nlp.models import cpu_has_fast_bf16
-
-        pipe = nlp.pipeline("feature-extraction", model=str(model_dir), max_length=args.max_length, **rows)
-        bf16 = side == "ours-auto" and cpu_has_fast_bf16()  # what `auto` picks, as `nlp serve` does
+        precision = "auto" if side == "ours-auto" else None  # what `nlp serve` runs: the weights cast once
+        pipe = nlp.pipeline("feature-extraction", model=str(model_dir), max_length=args.max_length,
+                            precision=precision, **rows)
 
         def encode(batch):
-            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.inference_mode():
                 return np.asarray(pipe(batch, truncate=True))
         return encode
     return lambda batch: np.asarray(pipe(batch, truncate=True))

@@ -12,8 +12,9 @@ what users' batches pad. Token ids are taken modulo each model's vocabulary.
 Sides (each in a process of its own, `--threads` threads):
     transformers-fp32   transformers' ErnieForSequenceClassification, eager attention (what users run)
     ours-fp32           nlp's model in fp32 (oneDNN linears, fused epilogues)
-    ours-auto           nlp's model in the precision `mixed_precision: auto` picks here (bf16
-                        autocast on CPUs with native bf16, else fp32: then it repeats ours-fp32)
+    ours-auto           nlp's model in the precision `auto` picks here, its weights cast once as
+                        pipelines and `nlp serve` do (bf16 on CPUs with native bf16, else fp32:
+                        then it repeats ours-fp32; figures before 2026-11-27 ran bf16 autocast)
     ort-fp32, ort-int8  `nlp export` / `nlp export --quantize int8` on onnxruntime (OnnxBackend)
     paddlenlp           PaddleNLP's ErnieForSequenceClassification, when paddle and paddlenlp import
 Figures: batch-32 throughput (real, unpadded tokens per second, batches of 32 consecutive texts
@@ -119,14 +120,15 @@ def make_runner(side: str, model_dir: Path):
         backend = OnnxBackend(model_dir / side.split("-")[1], threads=torch.get_num_threads())
         return lambda b: backend(b)["logits"]
     if side.startswith("ours-"):
+        from nlp.models import PRECISION_DTYPES, resolve_precision
         from nlp.tasks import ErnieForSequenceClassification
-        from nlp.train.precision import cpu_has_fast_bf16
 
         model = ErnieForSequenceClassification.from_pretrained(model_dir / "model").eval()
-        bf16 = side == "ours-auto" and cpu_has_fast_bf16()
+        if side == "ours-auto":  # what `auto` picks, the weights cast once (nlp/models/precision.py)
+            model.to(dtype=PRECISION_DTYPES[resolve_precision("auto", "cpu")])
 
         def run(b):
-            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.inference_mode():
                 return model(**{k: torch.from_numpy(v) for k, v in b.items()}).logits.float().numpy()
         return run
     if side == "transformers-fp32":
