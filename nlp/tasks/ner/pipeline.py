@@ -95,7 +95,6 @@ class TokenClassificationPipeline(Pipeline):
             centrality = np.minimum(pos - lo, hi - pos)
             best[sample[r]].update(row_words[r], centrality, tags_np[j, :n], probs[j, :n])
 
-
     @functools.cached_property
     def _token_cache(self) -> TokenCache:
         """The characters' token ids seen so far: rows without the tokenizer (nlp/tasks/char_windows.py)."""
