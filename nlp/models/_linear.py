@@ -56,29 +56,25 @@ def _onednn_linear_works() -> bool:
     if not torch.backends.mkldnn.is_available():
         return False
     limit_onednn_cache()
-    try:
-        op = torch.ops.mkldnn._linear_pointwise
-        g = torch.Generator().manual_seed(0)
-        x, w, b = (torch.randn(5, 8, generator=g), torch.randn(6, 8, generator=g), torch.randn(6, generator=g))
-        with torch.no_grad():
-            return bool(torch.allclose(op(x, w, b, "none", [], ""), F.linear(x, w, b), atol=1e-5))
-    except (AttributeError, RuntimeError):  # private op: absent or changed in this torch build
-        return False
+    return _agrees_with_f_linear(torch.float32, atol=1e-5)
 
 
 @functools.cache
 def _onednn_bf16_linear_works() -> bool:
     """oneDNN's linear on bf16 tensors runs here and agrees with `F.linear` (checked once)."""
-    if not _onednn_linear_works():
-        return False
+    return _onednn_linear_works() and _agrees_with_f_linear(torch.bfloat16, atol=0.1)
+
+
+def _agrees_with_f_linear(dtype: torch.dtype, atol: float) -> bool:
+    """oneDNN's linear op runs on `dtype` tensors and gives F.linear's numbers (within `atol`)."""
     try:
         op = torch.ops.mkldnn._linear_pointwise
         g = torch.Generator().manual_seed(0)
-        x, w, b = (t.bfloat16() for t in (torch.randn(5, 8, generator=g), torch.randn(6, 8, generator=g),
-                                          torch.randn(6, generator=g)))
+        x, w, b = (t.to(dtype) for t in (torch.randn(5, 8, generator=g), torch.randn(6, 8, generator=g),
+                                        torch.randn(6, generator=g)))
         with torch.no_grad():
-            return bool(torch.allclose(op(x, w, b, "none", [], "").float(), F.linear(x, w, b).float(), atol=0.1))
-    except (AttributeError, RuntimeError):  # a build or CPU without oneDNN's bf16 matmul
+            return bool(torch.allclose(op(x, w, b, "none", [], "").float(), F.linear(x, w, b).float(), atol=atol))
+    except (AttributeError, RuntimeError):  # private op absent or changed, or no kernel for this dtype here
         return False
 
 

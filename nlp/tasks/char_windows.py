@@ -7,6 +7,7 @@ as overlapping windows.
     rows.features[r]   # {"input_ids", "token_type_ids", "attention_mask"} of row r
     rows.text[r]       # the text (index into the list) row r belongs to
     rows.word_ids[r]   # per token: the character it comes from, -1 for special tokens
+    rows.windows()[r]  # the characters row r tags: their first tokens, and how central each is
 
 The tokenizer encodes each pre-split word on its own (normalization, pre-tokenization and the
 model act within a word), so a text that fits one window is its words' tokens, in order,
@@ -27,7 +28,7 @@ import numpy as np
 
 from nlp.tokenizer import Tokenizer
 
-__all__ = ["CACHE_LIMIT", "CharacterRows", "TokenCache"]
+__all__ = ["CACHE_LIMIT", "CharacterRows", "TokenCache", "Window"]
 
 CACHE_LIMIT = 65_536  # characters cached per pipeline (the CJK blocks in everyday text are far fewer)
 _PROBE = "。"  # the probe of a row's special tokens: any character these vocabularies tokenize
@@ -81,6 +82,10 @@ class CharacterRows:
             rows._add_tokenized(tokenizer, [texts[k] for k in slow], slow, max_length, stride)
         return rows
 
+    def windows(self) -> list[Window]:
+        """Each row's Window: what the pipeline reads off the row's logits."""
+        return [Window.of(word_ids) for word_ids in self.word_ids]
+
     def _add_cached(self, k: int, ids: list[list[int]], template: _Template) -> None:
         tokens = [t for piece in ids for t in piece]
         words = np.repeat(np.arange(len(ids), dtype=np.int64), [len(piece) for piece in ids])
@@ -100,6 +105,27 @@ class CharacterRows:
             self.features.append({k: enc[k][r] for k in keys})
             self.text.append(which[sample])
             self.word_ids.append(np.array([-1 if w is None else w for w in enc.word_ids(r)], dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class Window:
+    """One row of a text: the token positions that start a character (its first sub-token), those
+    characters (indices among the text's visible characters), and each one's centrality, its
+    distance in tokens to the nearer end of the row's content. A character seen by several
+    windows takes its tag from the one where it is most central."""
+
+    positions: np.ndarray
+    chars: np.ndarray
+    centrality: np.ndarray
+
+    @classmethod
+    def of(cls, wid: np.ndarray) -> Window:
+        """From a row's word ids (the character of each token, -1 for special tokens)."""
+        first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
+        positions = np.flatnonzero(first)
+        content = np.flatnonzero(wid >= 0)  # the tokens of characters, special tokens aside
+        lo, hi = (content[0], content[-1]) if len(content) else (0, 0)
+        return cls(positions, wid[positions], np.minimum(positions - lo, hi - positions))
 
 
 @dataclass(frozen=True)

@@ -487,14 +487,12 @@ def _check_data(data: DataSection, base_dir: str | Path | None) -> list[str]:
         elif key in BUILTIN and data.files:
             errors.append(f"data.files: {data.dataset!r} is built in (read from installed packages); "
                           "drop data.files, or drop data.dataset to read your own files")
-    for split, path in data.files.items():
+    local = [(f"data.files.{split}", path) for split, path in data.files.items()]
+    local += [(f"data.extra_train[{i}]", path) for i, path in enumerate(data.extra_train)]
+    for key, path in local:
         full = Path(base_dir, path) if base_dir else Path(path)
         if not full.expanduser().is_file():
-            errors.append(f"data.files.{split}: file {str(full)!r} does not exist")
-    for i, path in enumerate(data.extra_train):
-        full = Path(base_dir, path) if base_dir else Path(path)
-        if not full.expanduser().is_file():
-            errors.append(f"data.extra_train[{i}]: file {str(full)!r} does not exist")
+            errors.append(f"{key}: file {str(full)!r} does not exist")
     if data.files:
         for key, split in (("train_split", data.train_split), ("dev_split", data.dev_split),
                            ("test_split", data.test_split)):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,26 +55,6 @@ from nlp.tasks.ner.preprocess import visible_characters
 __all__ = ["LexicalAnalysisPipeline", "PosTaggingPipeline", "SegmentationPipeline"]
 
 _DECODE_TEXTS = 64  # texts decoded together (padded to the longest of them) by the general decoder
-
-
-@dataclass(frozen=True)
-class _Window:
-    """One window (row) of a text: the token positions that start a character (its first
-    sub-token), those characters (indices among the text's non-space characters), and each one's
-    centrality, its distance in tokens to the nearer end of the window's content."""
-
-    positions: np.ndarray
-    chars: np.ndarray
-    centrality: np.ndarray
-
-    @classmethod
-    def of(cls, wid: np.ndarray) -> _Window:
-        """From a row's word ids (the character of each token, -1 for special tokens)."""
-        first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
-        positions = np.flatnonzero(first)
-        content = np.flatnonzero(wid >= 0)  # the tokens of characters, special tokens aside
-        lo, hi = (content[0], content[-1]) if len(content) else (0, 0)
-        return cls(positions, wid[positions], np.minimum(positions - lo, hi - positions))
 
 
 class LexicalAnalysisPipeline(Pipeline):
@@ -175,7 +154,7 @@ class LexicalAnalysisPipeline(Pipeline):
             return out
         batch = CharacterRows.of(self.tokenizer, [texts[k] for k in todo], max_length=self.max_length,
                                  stride=stride, cache=self._token_cache)
-        windows = [_Window.of(word_ids) for word_ids in batch.word_ids]
+        windows = batch.windows()
         rows = [r for r, w in enumerate(windows) if len(w.positions)]
         if not rows:
             return out

@@ -60,26 +60,19 @@ class TokenClassificationPipeline(Pipeline):
         batched together; each row's first sub-tokens of words are decoded as one chain."""
         batch = CharacterRows.of(self.tokenizer, words, max_length=self.max_length, stride=stride,
                                  cache=self._token_cache)
-        n_rows, sample = len(batch.features), batch.text
-        # per row: the token positions that start a word, and those words (numpy, not per token)
-        firsts, row_words, content = [], [], []
-        for wid in batch.word_ids:
-            first = (wid >= 0) & (wid != np.concatenate(([-2], wid[:-1])))
-            firsts.append(np.flatnonzero(first))
-            row_words.append(wid[first])
-            inside = np.flatnonzero(wid >= 0)  # the row's tokens of words, special tokens aside
-            content.append((inside[0], inside[-1]) if len(inside) else (0, 0))
+        windows, sample = batch.windows(), batch.text
         # rows whose words all vanished in the tokenizer (zero-width and other ignored characters)
-        rows = [r for r in range(n_rows) if len(firsts[r])]
+        rows = [r for r, w in enumerate(windows) if len(w.positions)]
         if not rows:
             return
         logits_rows = self._forward([batch.features[r] for r in rows])
         # the rows' word positions moved to the front (what decoding does to a masked row anyway)
         num_labels = logits_rows[0].shape[-1]
-        lengths = [len(firsts[r]) for r in rows]
+        lengths = [len(windows[r].positions) for r in rows]
         emissions = torch.zeros((len(rows), max(lengths), num_labels))
         for j, (r, lg) in enumerate(zip(rows, logits_rows)):
-            emissions[j, : lengths[j]] = torch.from_numpy(np.ascontiguousarray(lg[firsts[r]], dtype=np.float32))
+            emissions[j, : lengths[j]] = torch.from_numpy(np.ascontiguousarray(lg[windows[r].positions],
+                                                                                dtype=np.float32))
         mask = torch.arange(emissions.shape[1])[None, :] < torch.tensor(lengths)[:, None]  # (R, W)
         crf = self.backend.crf
         crf = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
@@ -90,10 +83,8 @@ class TokenClassificationPipeline(Pipeline):
         probs = torch.softmax(emissions, -1).gather(2, tags[:, :, None]).squeeze(2).numpy()  # (R, W)
         tags_np = tags.numpy()
         for j, r in enumerate(rows):
-            n, pos = lengths[j], firsts[r]
-            lo, hi = content[r]  # a word's centrality: its distance to the nearer end of the window
-            centrality = np.minimum(pos - lo, hi - pos)
-            best[sample[r]].update(row_words[r], centrality, tags_np[j, :n], probs[j, :n])
+            n, window = lengths[j], windows[r]
+            best[sample[r]].update(window.chars, window.centrality, tags_np[j, :n], probs[j, :n])
 
     @functools.cached_property
     def _token_cache(self) -> TokenCache:
