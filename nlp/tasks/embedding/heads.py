@@ -81,7 +81,7 @@ def _gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return x, 0
-    from torch.distributed.nn.functional import all_gather
+    from torch.distributed._functional_collectives import all_gather_single
 
     world, rank = dist.get_world_size(), dist.get_rank()
     sizes = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(world)]
@@ -89,8 +89,9 @@ def _gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     sizes = [int(s) for s in sizes]
     most = max(sizes)
     padded = torch.cat([x, x.new_zeros(most - x.shape[0], *x.shape[1:])]) if x.shape[0] < most else x
-    parts = all_gather(padded)  # differentiable: gradients flow back to each owner
-    rows = torch.cat([p[:n] for p, n in zip(parts, sizes)])
+    # differentiable: each process's gradient for the gathered rows is summed back to their owner
+    gathered = all_gather_single(padded, 0, dist.group.WORLD).view(world, most, *x.shape[1:])
+    rows = torch.cat([part[:n] for part, n in zip(gathered, sizes)])
     return rows, sum(sizes[:rank])
 
 
