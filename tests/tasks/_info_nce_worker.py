@@ -4,8 +4,7 @@ Each process computes its share in a function of its own, so that when the funct
 nothing holds the autograd graph, whose collective nodes hold the process group; the group is
 then ended the way the Trainer ends it (Trainer._end_process_group): collect, meet, destroy. A
 gloo group that outlives destroy_process_group is freed during interpreter shutdown with its
-threads running, an intermittent SIGABRT ("terminate called without an active exception")
-after the work is done.
+threads running, which aborts the process; spawn reports that as a failure, and so does the test.
 """
 
 from __future__ import annotations
