@@ -61,16 +61,13 @@ def _train_losses(out: Path) -> dict[int, float]:
     return {r["step"]: r["loss"] for r in rows if r["type"] == "train"}
 
 
-def _launcher(processes: int) -> list[str]:
-    return [sys.executable, "-m", "nlp"] if processes == 1 else [
+def _finetune(out: Path, batching: str, processes: int, recipe: str = "recipes/sentiment-reviews.yaml") -> None:
+    launcher = [sys.executable, "-m", "nlp"] if processes == 1 else [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
         "--main_process_port", str(_free_port()), "-m", "nlp"]
-
-
-def _finetune(out: Path, batching: str, processes: int) -> None:
-    done = run_launched([*_launcher(processes), "finetune", "recipes/sentiment-reviews.yaml",
-                         *_overrides(out, batching)], cwd=REPO, env=_env(), timeout=400)
+    done = run_launched([*launcher, "finetune", recipe, *_overrides(out, batching)],
+                        cwd=REPO, env=_env(), timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["processes"] == processes and summary["steps"] == 4
@@ -90,13 +87,8 @@ def test_two_processes_contrast_with_the_whole_batch_like_one(tmp_path):
     """Embeddings: each process's queries are scored against the positives of the global batch
     (gathered across processes: the recipe's dense vectors and lexical weights both), so 2
     processes log the losses of 1, and the group ends without an abort (run_launched)."""
-    losses = []
-    for processes, out in ((1, tmp_path / "one"), (2, tmp_path / "two")):
-        done = run_launched([*_launcher(processes), "finetune", "recipes/embedding-titles.yaml",
-                             *_overrides(out, "dynamic")], cwd=REPO, env=_env(), timeout=400)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["processes"] == processes
-        losses.append(_train_losses(out))
-    one, two = losses
+    _finetune(tmp_path / "one", "dynamic", 1, "recipes/embedding-titles.yaml")
+    _finetune(tmp_path / "two", "dynamic", 2, "recipes/embedding-titles.yaml")
+    one, two = _train_losses(tmp_path / "one"), _train_losses(tmp_path / "two")
     assert sorted(one) == [1, 2, 3, 4] and len(set(one.values())) > 1
     assert two == pytest.approx(one, rel=1e-5, abs=0)
