@@ -194,7 +194,7 @@ def _write_onnx(model: PreTrainedEncoder, spec: TaskSpec, batch: dict[str, np.nd
     inputs, outputs = spec.export_inputs, spec.model_outputs(model.config)
     wrapper = _ExportWrapper(model, tuple(inputs), tuple(outputs)).eval()
     example = tuple(torch.from_numpy(batch[name][:2]) for name in inputs)  # batch 2: not specialised to 1
-    dynamic = _dynamic_shapes(spec, model.config.max_position_embeddings)
+    dynamic = _dynamic_shapes(spec, model.config.max_sequence_length)
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     try:
         fused = attention == "fused"
@@ -483,7 +483,7 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
         except ValueError as err:
             raise ConfigError(f"{err}") from None
     tokenizer = load_tokenizer(model_dir)
-    max_length = min(tokenizer.model_max_length, model.config.max_position_embeddings, 256)
+    max_length = min(tokenizer.model_max_length, model.config.max_sequence_length, 256)
     batch = check_batch(spec, tokenizer, max_length, texts or check_texts())
     torch_out = TorchBackend(model)(batch)
     fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")

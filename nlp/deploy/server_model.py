@@ -197,7 +197,7 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     chosen = resolve_precision(precision, device)
     max_length = max_length or (run_recipe(model_dir).get("data") or {}).get("max_length")
     pipe = spec.pipeline(model_dir, device=device, max_length=max_length, precision=chosen)
-    pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_position_embeddings)
+    pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_sequence_length)
     bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec),

@@ -36,11 +36,16 @@ PT_WEIGHTS_NAME = "pytorch_model.bin"
 # Top-level names of a bare backbone's keys; anything else at the top of a file is a head's.
 _BACKBONE_ROOTS = ("embeddings.", "encoder.", "pooler.")
 # Keys older checkpoints carry that hold no information for us (buffers, tied copies).
-_IGNORED_SUFFIXES = ("embeddings.position_ids",)
+_IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 # A head copy of a tied tensor: dropped on load (the tie supplies it).
-_TIED_COPIES = ("cls.predictions.decoder.weight",)
+_TIED_COPIES = ("cls.predictions.decoder.weight", "lm_head.decoder.weight")
 # Aliases: (name in some checkpoints, the name we read it as when that one is absent).
-_ALIASES = (("cls.predictions.decoder.bias", "cls.predictions.bias"),)
+_ALIASES = (("cls.predictions.decoder.bias", "cls.predictions.bias"),
+            ("lm_head.decoder.bias", "lm_head.bias"))
+# model_type -> (the backbone's key prefix inside a head checkpoint, the class-name prefix of
+# config.json's `architectures`), as transformers names them.
+_HF_NAMES = {"ernie": ("ernie.", "Ernie"), "bert": ("bert.", "Bert"),
+             "xlm-roberta": ("roberta.", "XLMRoberta")}
 
 
 @dataclass
@@ -197,7 +202,7 @@ class PreTrainedEncoder(nn.Module):
     # ------------------------------------------------------------------ key mapping
     @property
     def _hf_backbone_prefix(self) -> str:
-        return f"{self.config.model_type}."
+        return _HF_NAMES[self.config.model_type][0]
 
     def _hf_key_map(self) -> dict[str, list[str]]:
         """our state_dict name -> transformers name(s); the canonical form: 'backbone::' or
@@ -222,10 +227,11 @@ class PreTrainedEncoder(nn.Module):
 
     @staticmethod
     def _disk_to_canonical(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Strip the checkpoint's backbone prefix, whichever it is (`ernie.`, `bert.` or none)."""
+        """Strip the checkpoint's backbone prefix, whichever it is (`ernie.`, `bert.`,
+        `roberta.` or none)."""
         keys = list(state)
         prefix = ""
-        for p in ("ernie.", "bert."):
+        for p in (prefix for prefix, _ in _HF_NAMES.values()):
             if any(k.startswith(p) for k in keys):
                 prefix = p
                 break
@@ -250,7 +256,7 @@ class PreTrainedEncoder(nn.Module):
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        arch = ("Bert" if self.config.model_type == "bert" else "Ernie") + self._HF_SUFFIX
+        arch = _HF_NAMES[self.config.model_type][1] + self._HF_SUFFIX
         config = self.config.replace()
         config.extra["architectures"] = [arch]
         config.save_pretrained(directory)

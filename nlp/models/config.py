@@ -1,6 +1,6 @@
-"""Architecture config of the ERNIE / Chinese-BERT family, as a typed dataclass.
+"""Architecture config of the ERNIE / Chinese-BERT / XLM-RoBERTa family, as a typed dataclass.
 
-The JSON form uses transformers' ErnieConfig / BertConfig field names, so a `config.json` written
+The JSON form uses transformers' ErnieConfig / BertConfig / XLMRobertaConfig field names, so a `config.json` written
 here loads in transformers and the other way round. Keys this class does not model (for example
 `directionality`, `pooler_fc_size` of the BERT cards, or `architectures`) are kept in `extra` and
 written back unchanged, so a round trip never loses information.
@@ -30,7 +30,11 @@ MAX_PARAMETERS = 20_000_000_000
 
 # Activations the encoder implements (the names transformers' ACT2FN uses for them).
 SUPPORTED_ACTIVATIONS = ("gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "silu", "swish")
-_MODEL_TYPES = ("ernie", "bert")
+_MODEL_TYPES = ("ernie", "bert", "xlm-roberta")
+# Architectures whose position ids start after the padding id (fairseq's RoBERTa convention:
+# position = padding_idx + 1 + the index among the row's non-pad tokens), so that the first
+# padding_idx + 1 rows of the position table are never used by a real token.
+_PADDING_OFFSET_POSITIONS = ("xlm-roberta",)
 # Fields only ERNIE has; written for model_type "ernie" only, so a BERT config.json stays a
 # plain BertConfig.
 _ERNIE_ONLY = ("task_type_vocab_size", "use_task_id")
@@ -150,11 +154,16 @@ class ErnieConfig:
             raise ConfigError(
                 f"pad_token_id={self.pad_token_id} is outside the vocabulary [0, {self.vocab_size})"
             )
+        if self.max_sequence_length < 1:
+            raise ConfigError(
+                f"max_position_embeddings={self.max_position_embeddings} leaves no position for a "
+                f"token: {self.model_type} positions start at pad_token_id + 1 = {self.position_offset}"
+            )
         if not isinstance(self.use_task_id, bool):
             raise ConfigError(f"use_task_id must be true or false, got {self.use_task_id!r}")
-        if self.use_task_id and self.model_type == "bert":
+        if self.use_task_id and self.model_type != "ernie":
             raise ConfigError(
-                "use_task_id=True needs model_type='ernie' (BERT has no task-type embedding)"
+                f"use_task_id=True needs model_type='ernie' ({self.model_type} has no task-type embedding)"
             )
         self._check_size()
 
@@ -188,6 +197,19 @@ class ErnieConfig:
         return embeddings + self.num_hidden_layers * layer + pooler
 
     # ------------------------------------------------------------------ dict / JSON
+    @property
+    def position_offset(self) -> int:
+        """The position id of a sequence's first token: 0, or padding id + 1 for XLM-R."""
+        if self.model_type in _PADDING_OFFSET_POSITIONS:
+            return (self.pad_token_id or 0) + 1
+        return 0
+
+    @property
+    def max_sequence_length(self) -> int:
+        """The most tokens one sequence may hold: the position table's rows from the offset on
+        (512 for XLM-R's 514 rows, max_position_embeddings for BERT / ERNIE)."""
+        return self.max_position_embeddings - self.position_offset
+
     @property
     def head_dim(self) -> int:
         if self.attention_head_size is not None:

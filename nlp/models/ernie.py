@@ -1,7 +1,9 @@
-"""ERNIE (and the BERT-architecture Chinese checkpoints): a post-LayerNorm Transformer encoder.
+"""ERNIE (and the BERT-architecture Chinese checkpoints, and XLM-RoBERTa): a post-LayerNorm Transformer encoder.
 
 Papers: ERNIE (Sun et al. 2019, arXiv:1904.09223); ERNIE 3.0 (Sun et al. 2021, arXiv:2107.02137);
-BERT (Devlin et al. 2018, arXiv:1810.04805). Reference code: PaddleNLP
+BERT (Devlin et al. 2018, arXiv:1810.04805); XLM-RoBERTa (Conneau et al. 2019, arXiv:1911.02116),
+the same block with positions counted from pad_token_id + 1 and RoBERTa's key names on disk
+(`roberta.`, `lm_head`; config model_type "xlm-roberta"). Reference code: PaddleNLP
 `paddlenlp/transformers/ernie/modeling.py` and transformers `models/ernie/modeling_ernie.py`
 (both Apache-2.0). Weights: the ERNIE checkpoints are published by Baidu under Apache-2.0, the
 Chinese BERT/RoBERTa/MacBERT checkpoints by Google and HFL under Apache-2.0.
@@ -110,6 +112,13 @@ def _build_attention(attention_mask, pack_ids, device_type: str, dtype: torch.dt
     return _Attention(mask=attention_mask[:, None, None, :].bool())  # (B,1,1,T) key padding
 
 
+def _padding_offset_positions(input_ids: torch.Tensor, pad: int) -> torch.Tensor:
+    """RoBERTa / XLM-R position ids: pad + 1 + the index among the row's non-pad tokens, and pad
+    itself at padding (fairseq's `make_positions`, as transformers' XLMRobertaEmbeddings)."""
+    keep = input_ids.ne(pad).long()  # (B, T)
+    return torch.cumsum(keep, dim=1) * keep + pad
+
+
 # ---------------------------------------------------------------------------------- blocks
 class ErnieEmbeddings(nn.Module):
     """word + position + token-type (+ task-type) embeddings, LayerNorm, dropout."""
@@ -124,10 +133,14 @@ class ErnieEmbeddings(nn.Module):
         self.norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
         self.dropout = config.hidden_dropout_prob
         self.ops = ops
+        # XLM-R: positions count the row's non-pad tokens from pad_token_id + 1 on
+        self.padding_positions = config.position_offset > 0
 
     def forward(self, input_ids, token_type_ids, task_type_ids, position_ids) -> torch.Tensor:
         T = input_ids.shape[1]
         x = self.word(input_ids)  # (B, T, H)
+        if position_ids is None and self.padding_positions:
+            position_ids = _padding_offset_positions(input_ids, self.word.padding_idx)
         # Default ids are all-zero / 0..T-1: add the rows directly instead of gathering.
         x = x + (self.position.weight[:T] if position_ids is None else self.position(position_ids))
         x = x + (self.token_type.weight[0] if token_type_ids is None else self.token_type(token_type_ids))
@@ -215,10 +228,11 @@ class ErnieModel(PreTrainedEncoder):
         if input_ids.dim() != 2:
             raise DataError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}")
         B, T = input_ids.shape
-        if T > c.max_position_embeddings and position_ids is None:
+        if T > c.max_sequence_length and position_ids is None:
+            offset = (f" less the {c.position_offset} rows before its first position" if c.position_offset else "")
             raise DataError(
-                f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}; "
-                f"truncate the input (tokenizer truncation=True, max_length<={c.max_position_embeddings})"
+                f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}{offset}; "
+                f"truncate the input (tokenizer truncation=True, max_length<={c.max_sequence_length})"
             )
         # value checks read the data, which torch.export (ONNX export) cannot; shapes are still checked
         checks_values = not torch.compiler.is_exporting()
@@ -289,7 +303,8 @@ class ErnieModel(PreTrainedEncoder):
         """Checked inputs -> the embeddings (B, T, H) and the attention layout every layer uses."""
         self._check_inputs(input_ids, attention_mask, token_type_ids, task_type_ids, position_ids, pack_ids)
         if pack_ids is not None and position_ids is None:
-            position_ids = _packing.position_ids(pack_ids)
+            # packed rows restart positions per sequence, from the architecture's first position
+            position_ids = _packing.position_ids(pack_ids) + self.config.position_offset
         x = self.embeddings(input_ids, token_type_ids, task_type_ids, position_ids)
         return x, _build_attention(attention_mask, pack_ids, x.device.type, x.dtype)
 
@@ -321,6 +336,14 @@ class ErnieForMaskedLM(PreTrainedEncoder):
         "mlm_norm.bias": "cls.predictions.transform.LayerNorm.bias",
         "mlm_bias": "cls.predictions.bias",
     }
+    # XLM-R's head is the same maths under RoBERTa's names (`lm_head`, with gelu).
+    _XLMR_HEAD_KEYS = {
+        "mlm_dense.weight": "lm_head.dense.weight",
+        "mlm_dense.bias": "lm_head.dense.bias",
+        "mlm_norm.weight": "lm_head.layer_norm.weight",
+        "mlm_norm.bias": "lm_head.layer_norm.bias",
+        "mlm_bias": "lm_head.bias",
+    }
 
     def __init__(self, config: ErnieConfig, sparse_logits: bool = False) -> None:
         super().__init__(config)
@@ -330,6 +353,8 @@ class ErnieForMaskedLM(PreTrainedEncoder):
         self.mlm_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.act = _activation(config.hidden_act)
         self.sparse_logits = sparse_logits
+        if config.model_type == "xlm-roberta":
+            self._HEAD_KEYS = self._XLMR_HEAD_KEYS
         self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

@@ -123,7 +123,7 @@ class Pipeline:
             self.device = torch.device("cpu")  # where the pipeline's own decoding runs
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        limit = min(tokenizer.model_max_length, self.config.max_position_embeddings)
+        limit = min(tokenizer.model_max_length, self.config.max_sequence_length)
         self.max_length = min(max_length or 512, limit)
         self.pad_to_multiple_of = self._auto_pad_multiple() if pad_to_multiple_of == "auto" else pad_to_multiple_of
 
@@ -138,7 +138,7 @@ class Pipeline:
         onnxruntime and GPUs take every length as it comes."""
         if not isinstance(self.backend, TorchBackend) or self.device.type != "cpu":
             return None
-        return fitting_pad_multiple(CPU_PAD_MULTIPLE, self.max_length, self.config.max_position_embeddings)
+        return fitting_pad_multiple(CPU_PAD_MULTIPLE, self.max_length, self.config.max_sequence_length)
 
     @property
     def pad_to_multiple_of(self) -> int | None:
@@ -151,7 +151,7 @@ class Pipeline:
         if multiple is not None:
             if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
                 raise ConfigError(f"pad_to_multiple_of must be a positive int or None, got {multiple!r}")
-            positions = self.config.max_position_embeddings
+            positions = self.config.max_sequence_length
             if fitting_pad_multiple(multiple, self.max_length, positions) is None:
                 raise ConfigError(f"pad_to_multiple_of={multiple} pads rows of max_length={self.max_length} "
                                   f"to {_round_up(self.max_length, multiple)} tokens, past the model's {positions} "

@@ -103,7 +103,7 @@ class MaskedLMChars:
 
         self.model = ErnieForMaskedLM.from_pretrained(directory).eval()
         self.tokenizer = load_tokenizer(directory)
-        self.max_length = min(max_length, self.model.config.max_position_embeddings)
+        self.max_length = min(max_length, self.model.config.max_sequence_length)
         self.batch_size = batch_size
         vocab = self.tokenizer.get_vocab()
         self.char_of = {i: t for t, i in vocab.items() if len(t) == 1 and _is_cjk(t)}

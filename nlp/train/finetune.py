@@ -343,9 +343,11 @@ def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | N
         raise ConfigError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's "
                           f"vocab_size is {model.config.vocab_size}; set model.config.vocab_size or "
                           "use the model's own tokenizer")
-    if recipe.data.max_length > model.config.max_position_embeddings:
+    if recipe.data.max_length > model.config.max_sequence_length:
         raise ConfigError(f"data.max_length={recipe.data.max_length} exceeds the model's "
-                          f"max_position_embeddings={model.config.max_position_embeddings}")
+                          f"{model.config.max_sequence_length} positions "
+                          f"(max_position_embeddings={model.config.max_position_embeddings}); "
+                          f"set data.max_length<={model.config.max_sequence_length}")
     return model
 
 

@@ -23,28 +23,33 @@ TINY = {
                        max_position_embeddings=33, use_task_id=False, layer_norm_eps=1e-5),
     "bert": dict(model_type="bert", vocab_size=83, hidden_size=32, num_hidden_layers=2,
                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=40),
+    # XLM-R: pad id 1, positions from pad + 1 (the table has two rows more than tokens), one
+    # token type, eps 1e-5, RoBERTa's key names (`roberta.`, `lm_head`)
+    "xlm-roberta": dict(model_type="xlm-roberta", vocab_size=71, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=48, max_position_embeddings=16,
+                        type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5),
 }
+_HF_PREFIX = {"ernie": "Ernie", "bert": "Bert", "xlm-roberta": "XLMRoberta"}
 
 
 def _hf_config(kw):
     kw = dict(kw)
     model_type = kw.pop("model_type")
-    cls = transformers.ErnieConfig if model_type == "ernie" else transformers.BertConfig
-    return cls(**kw)
+    return getattr(transformers, _HF_PREFIX[model_type] + "Config")(**kw)
 
 
 def _hf_class(model_type: str, head: str):
-    prefix = "Ernie" if model_type == "ernie" else "Bert"
-    return getattr(transformers, prefix + head)
+    return getattr(transformers, _HF_PREFIX[model_type] + head)
 
 
 def _inputs(kw, seed=0, B=3, T=11):
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1, kw["vocab_size"], (B, T), generator=g)
+    pad = kw.get("pad_token_id", 0)
+    ids = torch.randint(pad + 1, kw["vocab_size"], (B, T), generator=g)
     mask = torch.ones(B, T, dtype=torch.long)
     mask[1, 7:] = 0
     mask[2, 4:] = 0
-    ids[mask == 0] = 0
+    ids[mask == 0] = pad
     tt = torch.randint(0, kw.get("type_vocab_size", 2), (B, T), generator=g)
     batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt}
     if kw.get("use_task_id"):
@@ -178,3 +183,23 @@ def test_missing_weights_file_says_what_to_do(tmp_path):
                 intermediate_size=8).save_pretrained(tmp_path)
     with pytest.raises(ConfigError, match="nlp convert paddle"):
         ErnieModel.from_pretrained(tmp_path)
+
+
+def test_xlm_roberta_positions_follow_the_padding_offset(tmp_path):
+    """Position ids count a row's non-pad tokens from pad + 1 on, so a row padded on the right
+    and the same row alone agree; a sequence of max_position_embeddings - pad - 1 tokens fits,
+    one more is refused naming the limit."""
+    kw = TINY["xlm-roberta"]
+    torch.manual_seed(7)
+    model = ErnieModel(ErnieConfig(**kw)).eval()
+    assert model.config.position_offset == 2 and model.config.max_sequence_length == 14
+    ids = torch.randint(2, kw["vocab_size"], (1, 14))
+    padded = torch.cat([ids[:, :9], torch.ones(1, 5, dtype=torch.long)], 1)
+    mask = padded.ne(1).long()
+    with torch.no_grad():
+        alone = model(ids[:, :9]).last_hidden_state
+        both = model(padded, attention_mask=mask).last_hidden_state[:, :9]
+        model(ids)  # 14 tokens use positions 2..15, the table's last row
+    _close(both, alone)
+    with pytest.raises(Exception, match=r"16 less the 2 rows .* max_length<=14"):
+        model(torch.randint(2, kw["vocab_size"], (1, 15)))
