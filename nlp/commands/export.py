@@ -17,8 +17,8 @@ EPILOG = """examples:
   nlp evaluate export/sentiment-int8 --data test    # the int8 model's accuracy on the run's test split
 
 DIR gets model.onnx (weights inside; above 1 GiB of weights beside it in model.onnx.data),
-config.json with the label names, the tokenizer files, crf.safetensors for an NER model with a
-CRF, the run's recipe.yaml, and manifest.json (task, inputs/outputs, opset, precision, source,
+config.json with the label names, the tokenizer files, decoding.safetensors for a head whose
+decoding has learnt scores of its own, the run's recipe.yaml, and manifest.json (task, inputs/outputs, opset, precision, source,
 sha256 of every file). The export is checked against PyTorch on real texts before DIR appears.
 int8-static calibrates the activation scales on --calibration-size examples of --calibration
 (default: the run's dev split) and scores the rest of that split, PyTorch beside int8 (the

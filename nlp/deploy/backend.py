@@ -15,7 +15,6 @@ import numpy as np
 
 from nlp._common import ConfigError, DataError
 from nlp.models import ErnieConfig
-from nlp.tasks.backend import CRF_KEYS
 
 from .manifest import read_manifest, verify_files
 
@@ -69,19 +68,21 @@ class OnnxBackend:
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.input_rank = len(self.session.get_inputs()[0].shape)  # 2: (batch, sequence)
         self.output_names = [o.name for o in self.session.get_outputs()]
-        self.crf = self._load_crf()
+        self.decoding = self._load_decoding()
 
-    def _load_crf(self) -> dict[str, np.ndarray] | None:
-        name = self.manifest.get("crf")
+    def _load_decoding(self) -> dict[str, np.ndarray]:
+        """The head's decoding tensors the export carries (its manifest's "decoding" file), which
+        the task's pipeline interprets; {} when it has none."""
+        name = self.manifest.get("decoding")
         if not name:
-            return None
+            return {}
         from safetensors.numpy import load_file
 
-        arrays = load_file(str(self.directory / name))
-        missing = [k for k in CRF_KEYS if k not in arrays]
-        if missing:
-            raise DataError(f"{self.directory / name}: no {', '.join(missing)}; export the model again")
-        return {k: arrays[k].astype(np.float32) for k in CRF_KEYS}
+        try:
+            arrays = load_file(str(self.directory / name))
+        except Exception as err:  # safetensors raises its own SafetensorError
+            raise DataError(f"{self.directory / name}: not a safetensors file ({err}); export the model again") from None
+        return {k: v.astype(np.float32) for k, v in arrays.items()}
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ids = np.ascontiguousarray(batch["input_ids"], dtype=np.int64)

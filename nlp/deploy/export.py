@@ -26,7 +26,8 @@ The export directory holds:
                         beside it in model.onnx.data, listed in the manifest
     config.json         the model's config, with the label names (id2label)
     tokenizer files     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
-    crf.safetensors     NER with a CRF head: its transition scores (decoding runs outside the graph)
+    decoding.safetensors  the head's `decoding_tensors()`, when it has any: what its task's decoding
+                        uses outside the graph (learnt tag-transition scores)
     the task's files    its spec's `model_files` the model directory holds (lexicon.tsv: a lexical
                         model's word lexicon, which its pipelines decode with)
     recipe.yaml         when exported from a run: the run's recipe (`nlp evaluate` reads its data)
@@ -66,7 +67,7 @@ from nlp.tokenizer import load_tokenizer
 
 from .backend import DEPLOY_EXTRA, OnnxBackend
 from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
-from .manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, is_export_dir, read_manifest, unlisted_files, write_manifest
+from .manifest import DECODING_FILE, FORMAT, FORMAT_VERSION, MANIFEST_NAME, is_export_dir, read_manifest, unlisted_files, write_manifest
 from .quantize import (QUANTIZE_CHOICES, check_calibration_batches, keep_fp32_groups, quantize_int8,
                        quantize_int8_static)
 
@@ -469,6 +470,17 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
                         seconds=time.perf_counter() - started, files=manifest["files"])
 
 
+def _write_decoding(tmp: Path, decoding: dict[str, Any]) -> str | None:
+    """The head's decoding tensors (what its task decodes with outside the graph) as a safetensors
+    file in the export; its name for the manifest, None when the head has none."""
+    if not decoding:
+        return None
+    from safetensors.numpy import save_file
+
+    save_file(dict(decoding), str(tmp / DECODING_FILE))
+    return DECODING_FILE
+
+
 def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: str, task: str, spec: TaskSpec,
                  quantize: str | None, opset: int | None, attention: str,
                  texts: list[str] | None, calibration: Any = None,
@@ -492,12 +504,7 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     model.config.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     spec.copy_model_files(model_dir, tmp)  # the task's own files (a lexical model's word lexicon)
-    crf_file = None
-    if getattr(model, "crf", None) is not None:
-        from safetensors.numpy import save_file
-
-        crf_file = "crf.safetensors"
-        save_file(dict(TorchBackend(model).crf or {}), str(tmp / crf_file))
+    decoding_file = _write_decoding(tmp, TorchBackend(model).decoding)
     recipe = None
     if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
         recipe = "recipe.yaml"
@@ -505,7 +512,8 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     ins, outs = _shapes(spec, model.config)
     manifest: dict[str, Any] = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "task": task, "model": MODEL_FILE,
-        "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs, "crf": crf_file,
+        "precision": "fp32", "opset": written_opset, "attention": attention, "inputs": ins, "outputs": outs,
+        "decoding": decoding_file,
         "quantization": None,
         "source": {"path": str(Path(source).expanduser().resolve()), "kind": kind, "recipe": recipe},
         "versions": _versions(),

@@ -1,14 +1,18 @@
 """The manifest of an export directory: what the model is, how it was made, and a digest of
 every file, so that a copy can be checked before it is served.
 
-    {"format": "nlp-export", "format_version": 1, "task": "token-classification",
+    {"format": "nlp-export", "format_version": 2, "task": "token-classification",
      "model": "model.onnx", "precision": "int8", "opset": 20,
      "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "sequence"]}, ...],
      "outputs": [{"name": "logits", "dtype": "float32", "shape": ["batch", "sequence", 7]}],
-     "crf": "crf.safetensors" | null, "quantization": {...} | null,
+     "decoding": "decoding.safetensors" | null, "quantization": {...} | null,
      "source": {"path": "/abs/runs/ner", "kind": "run", "recipe": "recipe.yaml" | null},
      "check": {...}, "versions": {...},
      "files": {"model.onnx": {"sha256": "...", "bytes": 123}, ...}}
+
+"decoding" names the file of the head's decoding tensors (what its task decodes with outside
+the graph), whatever the task. Version 1 named that entry after the one kind of tensors that
+existed then; `read_manifest` reads a version-1 manifest as version 2, so older exports load.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from nlp._common import ConfigError, DataError, atomic_write, sha256_file
+from nlp.tasks.model_io import EXPORT_MANIFEST
 
-__all__ = ["MANIFEST_NAME", "FORMAT", "FORMAT_VERSION", "is_export_dir", "read_manifest",
+__all__ = ["MANIFEST_NAME", "FORMAT", "FORMAT_VERSION", "DECODING_FILE", "is_export_dir", "read_manifest",
            "file_digests", "write_manifest", "verify_files", "unlisted_files"]
 
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = EXPORT_MANIFEST
 FORMAT = "nlp-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+DECODING_FILE = "decoding.safetensors"  # the head's decoding tensors, when it has any
+# format_version 1's key for the decoding file (the same safetensors content): read as "decoding"
+_V1_DECODING_KEY = "crf"
 
 
 def file_digests(directory: Path) -> dict[str, dict[str, Any]]:
@@ -65,9 +73,12 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DataError(f"{path}: not an {FORMAT} manifest (format: "
                         f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DataError(f"{path}: format_version {manifest.get('format_version')!r}; this version of nlp "
-                        f"reads {FORMAT_VERSION}: export the model again with it")
+    version = manifest.get("format_version")
+    if version == 1:
+        manifest = _from_v1(manifest)
+    elif version != FORMAT_VERSION:
+        raise DataError(f"{path}: format_version {version!r}; this version of nlp reads 1 and {FORMAT_VERSION}: "
+                        "export the model again with it")
     for key in ("task", "model", "inputs", "outputs", "files"):
         if key not in manifest:
             raise DataError(f"{path}: the manifest has no {key!r}; export the model again")
@@ -75,9 +86,17 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def _from_v1(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 manifest as version 2: its decoding file under "decoding"."""
+    out = {k: v for k, v in manifest.items() if k != _V1_DECODING_KEY}
+    out["decoding"] = manifest.get(_V1_DECODING_KEY)
+    out["format_version"] = FORMAT_VERSION
+    return out
+
+
 def _check_entries(path: Path, manifest: dict[str, Any]) -> None:
     """DataError unless `files` maps relative paths inside the directory to {"sha256", "bytes"},
-    and the model (and CRF) file the loader opens is one of them."""
+    and the model (and decoding) file the loader opens is one of them."""
     files = manifest["files"]
     if not isinstance(files, dict) or not files:
         raise DataError(f"{path}: \"files\" must map each file of the export to its sha256 and size, got "
@@ -88,9 +107,9 @@ def _check_entries(path: Path, manifest: dict[str, Any]) -> None:
                 or isinstance(entry.get("bytes"), bool) or not isinstance(entry.get("bytes"), int)):
             raise DataError(f"{path}: the entry of {name!r} must be {{\"sha256\": \"...\", \"bytes\": N}}, got "
                             f"{_kind(entry)}; export the model again")
-    for key in ("model", "crf"):
+    for key in ("model", "decoding"):
         value = manifest.get(key)
-        if key == "crf" and value is None:
+        if key == "decoding" and value is None:
             continue
         _inside(path, value, f"\"{key}\"")
         if value not in files:

@@ -83,7 +83,7 @@ class _StoppableBackend:
         self._backend = backend
         self._past_cutoff = past_cutoff
 
-    def __getattr__(self, name: str) -> Any:  # config, crf, ...: the backend's own
+    def __getattr__(self, name: str) -> Any:  # config, decoding, ...: the backend's own
         return getattr(self._backend, name)
 
     def __call__(self, batch: Any) -> Any:

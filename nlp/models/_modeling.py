@@ -164,6 +164,13 @@ class PreTrainedEncoder(nn.Module):
             raise TypeError(f"config must be an ErnieConfig, got {type(config).__name__}")
         self.config = config
 
+    def decoding_tensors(self) -> dict[str, torch.Tensor]:
+        """Tensors, by name, that the head's decoding uses outside the network (an exported graph
+        computes the outputs only): a backend carries them as `decoding` and an export writes them
+        beside the model. None for most heads; a head whose decoding has learnt parameters
+        returns them."""
+        return {}
+
     # ------------------------------------------------------------------ init
     def post_init(self) -> None:
         """Initialise weights as transformers does (normal(0, initializer_range), zero bias)."""

@@ -3,8 +3,9 @@
 A backend takes one padded batch of numpy int64 arrays (`input_ids`, `attention_mask`,
 `token_type_ids`, each (B, T)) and returns the head's outputs as float32 numpy arrays by name
 (`logits`; QA: `start_logits`, `end_logits`). It also carries the model's `config` (labels,
-problem type, lengths) and, for an NER head with a CRF, the CRF's transition scores, which
-decoding needs outside the network.
+problem type, lengths) and `decoding`: the tensors the head's decoding uses outside the network
+(its `decoding_tensors()`, float32 numpy by name; empty for most heads), which the task's
+pipeline interprets.
 
 `TorchBackend` (here) runs a PyTorch head model; `nlp.deploy.OnnxBackend` runs an exported
 model on onnxruntime. The pipelines of nlp.tasks know only this interface, so they never
@@ -22,19 +23,17 @@ import torch
 
 from nlp.models import PRECISION_DTYPES, ErnieConfig, PreTrainedEncoder, precision_of, resolve_precision
 
-__all__ = ["Backend", "TorchBackend", "BackendModule", "CRF_KEYS", "torch_device"]
-
-# The CRF's parameters as the NER head saves them (nlp/tasks/ner/crf.py).
-CRF_KEYS = ("crf.transitions", "crf.start_transitions", "crf.end_transitions")
+__all__ = ["Backend", "TorchBackend", "BackendModule", "torch_device"]
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """`backend(batch) -> outputs`; `config`; `crf` (None, or arrays by CRF_KEYS);
-    `name` ("torch", "onnxruntime") and `precision` ("fp32", "int8", ...) for reports."""
+    """`backend(batch) -> outputs`; `config`; `decoding` (the head's decoding tensors as float32
+    arrays by name, {} for most heads); `name` ("torch", "onnxruntime") and `precision` ("fp32",
+    "int8", ...) for reports."""
 
     config: ErnieConfig
-    crf: dict[str, np.ndarray] | None
+    decoding: dict[str, np.ndarray]
     name: str
     precision: str
 
@@ -64,9 +63,8 @@ class TorchBackend:
             raise TypeError(f"TorchBackend takes a model of nlp (a PreTrainedEncoder), got {type(model).__name__}")
         self.device = torch_device(device)
         dtype = None if precision is None else PRECISION_DTYPES[resolve_precision(precision, self.device)]
-        crf = getattr(model, "crf", None)  # its scores decode outside the network: kept as trained
-        self.crf = None if crf is None else {
-            k: getattr(crf, k.split(".", 1)[1]).detach().float().cpu().numpy() for k in CRF_KEYS}
+        # copied before the cast: decoding outside the network keeps the scores as trained
+        self.decoding = {k: t.detach().float().cpu().numpy() for k, t in model.decoding_tensors().items()}
         self.model = model.to(device=self.device, dtype=dtype).eval()
         self.config = model.config
         self.precision = precision_of(next(model.parameters()).dtype)
@@ -85,7 +83,7 @@ class TorchBackend:
 class BackendModule(torch.nn.Module):
     """A backend as a torch module, for loops written for PyTorch head models (evaluation):
     `forward(**batch)` returns the backend's outputs as CPU tensors (`.logits`, or
-    `.start_logits` / `.end_logits`; `.loss` None) and `decode` decodes NER tags as the head does."""
+    `.start_logits` / `.end_logits`; `.loss` None), and `decoding_tensors()` as a head model has."""
 
     def __init__(self, backend: Backend) -> None:
         super().__init__()
@@ -113,9 +111,6 @@ class BackendModule(torch.nn.Module):
             out = {k: v.reshape(*groups, *v.shape[1:]) for k, v in out.items()}
         return types.SimpleNamespace(loss=None, **{k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in out.items()})
 
-    def decode(self, logits: torch.Tensor, mask: torch.Tensor, *, constrained: bool = True) -> list[list[int]]:
-        from nlp.tasks.ner.heads import decode_tags
-
-        crf = self.backend.crf
-        crf_t = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
-        return decode_tags(logits, mask, self.config.id2label, crf=crf_t, constrained=constrained)
+    def decoding_tensors(self) -> dict[str, torch.Tensor]:
+        """The backend's decoding tensors, as a head model hands them to its task's decoding."""
+        return {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in self.backend.decoding.items()}

@@ -53,17 +53,15 @@ import torch
 from nlp._common import ConfigError, DataError
 from nlp.models import PreTrainedEncoder
 from nlp.tasks.backend import Backend, TorchBackend
+from nlp.tasks.model_io import EXPORT_MANIFEST, MODEL_INPUTS, feature_length
 from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
 
 __all__ = ["Pipeline", "MODEL_INPUTS", "CPU_PAD_MULTIPLE", "as_batch", "check_unicode", "fitting_pad_multiple"]
 
 logger = logging.getLogger(__name__)
 
-MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 # what a PyTorch model on the CPU pads each batch's length up to, by default (Pipeline._auto_pad_multiple)
 CPU_PAD_MULTIPLE = 8
-# What `nlp export` writes (nlp.deploy); a directory holding it runs through nlp.pipeline.
-_EXPORT_MANIFEST = "manifest.json"
 
 
 def _short(value: Any) -> str:
@@ -102,7 +100,7 @@ class Pipeline:
             if not path.is_dir():
                 raise ConfigError(f"model {str(model)!r} is not a local directory. To use a hub name, "
                                   "call nlp.pipeline(...), which downloads it first.")
-            if (path / _EXPORT_MANIFEST).is_file():
+            if (path / EXPORT_MANIFEST).is_file():
                 raise ConfigError(f"{str(path)!r} is an export directory (nlp export); run it with "
                                   f"nlp.pipeline({self.task!r}, model={str(path)!r}), which loads it on onnxruntime")
             backend = TorchBackend(self.head_class.from_pretrained(path), device, precision)
@@ -165,7 +163,7 @@ class Pipeline:
 
     def _length(self, feature: dict[str, list]) -> int:
         """A feature's length in tokens: what its forward is sorted by and trimmed to."""
-        return len(feature["input_ids"])
+        return feature_length(feature)
 
     def _forward(self, features: list[dict[str, list]]) -> list[Any]:
         """Backend outputs per feature, each row trimmed to its own length. Features run

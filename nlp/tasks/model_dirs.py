@@ -24,12 +24,12 @@ from typing import Any
 import yaml
 
 from nlp._common import ConfigError, DataError
+from nlp.tasks.model_io import EXPORT_MANIFEST
 from nlp.tasks.registry import get_task, task_of_architecture
 from nlp.tasks.spec import TaskSpec
 
 __all__ = ["ModelLocation", "locate_model", "find_model_dir", "task_of_model", "run_recipe", "EXPORT_MANIFEST"]
 
-EXPORT_MANIFEST = "manifest.json"  # what `nlp export` writes (nlp.deploy.manifest.MANIFEST_NAME)
 
 
 @dataclass

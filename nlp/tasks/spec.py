@@ -36,11 +36,12 @@ import numpy as np
 
 from nlp._common import ConfigError, DataError
 from nlp._settings import Settings
+from nlp.tasks.model_io import MODEL_INPUTS, feature_length
 from nlp.tasks.serving import ServingAdapter
 
 __all__ = ["TaskSpec", "TaskSettings", "EXPORT_INPUTS", "DEFAULT_TASK"]
 
-EXPORT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+EXPORT_INPUTS = MODEL_INPUTS  # what a task exports by default: the model inputs, in their export order
 DEFAULT_TASK = "text-classification"  # a recipe's task.name when it names none
 
 
@@ -186,9 +187,9 @@ class TaskSpec:
         return DataCollatorWithPadding(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_to_multiple_of)
 
     def feature_length(self, feature: Mapping[str, Any]) -> int:
-        """A feature's size in tokens, for length-grouped batching and packing: its longest row."""
-        ids = feature["input_ids"]
-        return max(map(len, ids)) if ids and isinstance(ids[0], (list, tuple)) else len(ids)
+        """A feature's size in tokens, for length-grouped batching and packing (default:
+        `nlp.tasks.model_io.feature_length`, the longest row of a grouped feature)."""
+        return feature_length(feature)
 
     # ------------------------------------------------------------------ model
 

@@ -49,6 +49,7 @@ from torch import nn
 from nlp._common import ConfigError
 from nlp.models import PreTrainedEncoder
 from nlp.tasks.model_dirs import locate_model
+from nlp.tasks.model_io import feature_length
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import Tokenizer, load_tokenizer
 from nlp.train.distill_losses import RELATIONS, hidden_loss, relation_loss, soft_loss, split_qkv
@@ -232,7 +233,7 @@ class DistillationModel(nn.Module):
     soft-target losses + hidden_weight * the hidden-state losses (summed over the layer pairs) +
     relation_weight * the relation loss; rows flagged as augmented (`AUGMENTED_KEY`) have no hard
     loss (the loss is the mean over the batch's rows of each row's terms). In evaluation (no
-    teacher keys) it is the student. Attributes it does not have (config, decode,
+    teacher keys) it is the student. Attributes it does not have (config, decoding_tensors,
     save_pretrained, ...) are the student's, so the Trainer exports the student alone."""
 
     def __init__(self, student: PreTrainedEncoder, targets: Mapping[str, str], *, temperature: float,
@@ -349,7 +350,7 @@ def teacher_outputs(teacher: PreTrainedEncoder, features: Sequence[dict], collat
     device = next(teacher.parameters()).device
     # longest first, as evaluation batches (little padding: a review set padded to the longest
     # in random order runs ~2.5x the tokens); the outputs go back to the features' order
-    order = sorted(range(len(features)), key=lambda i: -_feature_length(features[i]))
+    order = sorted(range(len(features)), key=lambda i: -feature_length(features[i]))
     out: list[dict[str, np.ndarray] | None] = [None] * len(features)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
@@ -364,12 +365,6 @@ def teacher_outputs(teacher: PreTrainedEncoder, features: Sequence[dict], collat
                 row[name] = value[:len(f["input_ids"])] if name in per_token else value
             out[i] = row
     return out  # type: ignore[return-value]
-
-
-def _feature_length(feature: Mapping[str, Any]) -> int:
-    """A feature's length in tokens (the longest row of a grouped feature)."""
-    ids = feature["input_ids"]
-    return max((len(r) for r in ids), default=0) if ids and isinstance(ids[0], (list, tuple)) else len(ids)
 
 
 def _forward_keys(model: nn.Module, inputs: Mapping[str, Any]) -> set[str]:

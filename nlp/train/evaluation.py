@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from nlp.tasks.model_io import feature_length
 from nlp.tokenizer.samplers import SequentialShardSampler
 
 __all__ = ["EvalPrediction", "default_preprocess", "predict_loop"]
@@ -44,7 +45,7 @@ def _example_lengths(dataset: Sequence[Any]) -> list[int] | None:
         ids = example.get("input_ids") if isinstance(example, Mapping) else None
         if ids is None:
             return None
-        lengths.append(len(ids))
+        lengths.append(feature_length(example))
     return lengths
 
 

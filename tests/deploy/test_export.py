@@ -135,14 +135,14 @@ def test_manifest_lists_task_io_opset_precision_source_and_sha256(sources, expor
     d = exports["ner-crf"]
     m = read_manifest(d)
     assert m["task"] == "token-classification" and m["precision"] == "fp32" and m["model"] == "model.onnx"
-    assert m["opset"] >= 18 and m["quantization"] is None and m["crf"] == "crf.safetensors"
+    assert m["opset"] >= 18 and m["quantization"] is None and m["decoding"] == "decoding.safetensors"
     assert [i["name"] for i in m["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
     assert all(i["dtype"] == "int64" and i["shape"] == ["batch", "sequence"] for i in m["inputs"])
     assert m["outputs"] == [{"name": "logits", "dtype": "float32", "shape": ["batch", "sequence", len(NER_LABELS)]}]
     assert m["source"] == {"path": str(sources["ner-crf"].resolve()), "kind": "model", "recipe": None}
     files = {p.name for p in d.iterdir()}
     assert set(m["files"]) == files - {"manifest.json"}
-    assert {"model.onnx", "config.json", "crf.safetensors", "tokenizer.json", "vocab.txt"} <= files
+    assert {"model.onnx", "config.json", "decoding.safetensors", "tokenizer.json", "vocab.txt"} <= files
     for name, entry in m["files"].items():
         assert entry["sha256"] == sha256_file(d / name) and entry["bytes"] == (d / name).stat().st_size
     config = json.loads((d / "config.json").read_text(encoding="utf-8"))

@@ -10,6 +10,7 @@ import nlp
 from nlp._common import ConfigError
 from nlp.deploy import OnnxBackend
 from nlp.tasks.backend import TorchBackend
+from nlp.tasks.ner.crf import CRF_KEYS
 
 TEXTS = ["张三在北京大学工作，李四在上海。", "  王五去了广州", "这家餐厅的服务非常好，菜也很新鲜，下次还会再来。", "好",
          "ＡＢＣ公司的iPhone很好用"]
@@ -41,12 +42,40 @@ def test_classification_pipeline_on_an_export_equals_pytorch(sources, exports):
 def test_ner_pipeline_on_an_export_equals_pytorch_with_offsets_into_the_text(sources, exports, max_length):
     onnx = nlp.pipeline("ner", model=exports["ner-crf"], max_length=max_length, batch_size=4)
     torch_ = nlp.pipeline("ner", model=sources["ner-crf"], max_length=max_length, batch_size=4)
-    assert onnx.backend.crf is not None
+    assert set(onnx.backend.decoding) == set(CRF_KEYS)
     docs = [*TEXTS, CONTEXT, "\u200b\u200b"]
     a, b = onnx(docs), torch_(docs)
     assert _close(a, b) and sum(map(len, a)) > 0
     for doc, ents in zip(docs, a):
         assert all(doc[e["start"]:e["end"]] == e["text"] for e in ents)
+
+
+def _as_format_v1(src, dst):
+    """A copy of an export written as format_version 1 wrote it: the decoding tensors in
+    crf.safetensors, named by the manifest's "crf" key."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    manifest = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
+    (dst / manifest["decoding"]).rename(dst / "crf.safetensors")
+    manifest["files"]["crf.safetensors"] = manifest["files"].pop(manifest.pop("decoding"))
+    manifest.update(format_version=1, crf="crf.safetensors")
+    (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return dst
+
+
+def test_an_export_of_manifest_format_1_still_loads_with_its_decoding_tensors(exports, tmp_path):
+    old = _as_format_v1(exports["ner-crf"], tmp_path / "v1")
+    a = nlp.pipeline("ner", model=old, batch_size=4)
+    b = nlp.pipeline("ner", model=exports["ner-crf"], batch_size=4)
+    assert set(a.backend.decoding) == set(CRF_KEYS)
+    for k in CRF_KEYS:
+        assert (a.backend.decoding[k] == b.backend.decoding[k]).all()
+    assert a(TEXTS) == b(TEXTS)
+    manifest = json.loads((old / "manifest.json").read_text(encoding="utf-8"))
+    (old / "manifest.json").write_text(json.dumps({**manifest, "format_version": 7}), encoding="utf-8")
+    with pytest.raises(Exception, match="format_version 7; this version of nlp reads 1 and 2"):
+        nlp.pipeline("ner", model=old)
 
 
 def test_qa_pipeline_on_an_export_equals_pytorch_over_long_contexts(sources, exports):

@@ -15,7 +15,7 @@ import torch
 from tasks._task_fixtures import tiny_config, wordpiece_tokenizer
 
 import nlp
-from nlp.tasks.backend import CRF_KEYS
+from nlp.tasks.ner.crf import CRF_KEYS
 from nlp.tasks.base_pipeline import MODEL_INPUTS
 from nlp.tasks.lexical import (
     ErnieForLexicalAnalysis,
@@ -65,7 +65,7 @@ def reference_emissions(pipe, texts, stride):
 
 def reference_decode(pipe, emissions):
     """Texts padded into groups of 64 and decoded by the general Viterbi (or the CRF's)."""
-    crf = pipe.backend.crf
+    crf = pipe.backend.decoding or None
     out = [[] for _ in emissions]
     order = sorted((k for k, (_, m) in enumerate(emissions) if m.any()), key=lambda k: len(emissions[k][0]))
     for i in range(0, len(order), 64):
@@ -197,7 +197,7 @@ def test_a_crf_model_decodes_as_before():
     pipe = LexicalAnalysisPipeline(model, tok, max_length=10)
     texts = ["我爱北京天安门", "江泽民在北京发表讲话，飞桨百度深度学习平台", "", "我 爱"]
     with torch.inference_mode():
-        assert pipe.backend.crf is not None
+        assert set(pipe.backend.decoding) == set(CRF_KEYS)
         assert pipe.analyse(texts) == reference_analyse(pipe, texts)
 
 

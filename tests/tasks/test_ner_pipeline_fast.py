@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from nlp.tasks.backend import CRF_KEYS
+from nlp.tasks.ner.crf import CRF_KEYS
 from nlp.tasks.base_pipeline import MODEL_INPUTS
 from nlp.tasks.ner.crf import compact, viterbi
 from nlp.tasks.ner.heads import _transition_rules
@@ -69,7 +69,7 @@ def reference_entities(pipe, texts, stride=None):
                 for t, w in enumerate(word_ids[r]):
                     mask[j, t] = w is not None and w != prev
                     prev = w
-            crf = pipe.backend.crf
+            crf = pipe.backend.decoding or None
             if crf is not None:
                 decoded = reference_viterbi(padded, mask, *(torch.from_numpy(np.asarray(crf[k])) for k in CRF_KEYS))
             else:

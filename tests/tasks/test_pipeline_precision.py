@@ -75,7 +75,7 @@ def test_a_crf_decodes_with_its_scores_as_trained(dirs):
     trained = ErnieForTokenClassification.from_pretrained(dirs["crf"]).crf.transitions.detach().numpy()
     bf16 = pipeline("ner", model=dirs["crf"], precision="bf16")
     assert bf16.model.crf.transitions.dtype == torch.bfloat16  # the module is cast ...
-    np.testing.assert_array_equal(bf16.backend.crf["crf.transitions"], trained)  # ... the decoder's copy is not
+    np.testing.assert_array_equal(bf16.backend.decoding["crf.transitions"], trained)  # ... the decoder's copy is not
     assert bf16.model.crf.transitions.detach().float().numpy().tolist() != trained.tolist()  # (bf16 would have rounded it)
     assert isinstance(bf16(TEXTS), list)
 

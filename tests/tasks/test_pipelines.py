@@ -213,7 +213,7 @@ class _CountingBackend:
 
     def __init__(self, inner):
         self.inner, self.calls, self.rows = inner, 0, []
-        self.config, self.crf, self.name, self.precision = inner.config, inner.crf, "counting", inner.precision
+        self.config, self.decoding, self.name, self.precision = inner.config, inner.decoding, "counting", inner.precision
 
     def __call__(self, batch):
         self.calls += 1

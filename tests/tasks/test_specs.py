@@ -132,6 +132,63 @@ def test_no_task_name_outside_the_task_packages_and_the_registry(tmp_path):
     assert [h.split(": ", 1)[1] for h in _task_name_strings(probe, names)] == ["'question-answering'"]
 
 
+# What one task's decoding keeps beside its logits (the tagging heads' CRF): the generic code
+# carries it as the model's decoding tensors without naming it.
+DECODING_PARTS = {"crf", "crf_keys", "use_crf", "transitions", "start_transitions", "end_transitions", "viterbi"}
+# Generic modules of the task layer (the pipelines' base, the backends, the spec base and the
+# serving base): shared by every task, so they name no task's parts either.
+GENERIC_TASK_MODULES = ("backend.py", "base_pipeline.py", "spec.py", "serving.py", "model_io.py", "pipelines.py",
+                        "predict_file.py", "model_dirs.py", "registry.py", "release.py", "char_windows.py")
+
+
+def _task_part_names(path: Path, parts: set[str]) -> list[str]:
+    """Identifiers (names, attributes, arguments, definitions, imports) and strings (not
+    docstrings) in the code of `path` that are one of `parts` (case-insensitive)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    hits = []
+    for n in ast.walk(tree):
+        words: list[str] = []
+        if isinstance(n, ast.Name):
+            words = [n.id]
+        elif isinstance(n, ast.Attribute):
+            words = [n.attr]
+        elif isinstance(n, ast.arg):
+            words = [n.arg]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            words = [n.name]
+        elif isinstance(n, ast.alias):
+            words = [n.name.rsplit(".", 1)[-1], n.asname or ""]
+        elif isinstance(n, ast.keyword) and n.arg:
+            words = [n.arg]
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+            words = [w for w in __import__("re").split(r"[^A-Za-z0-9_]+", n.value)]
+        hits += [f"{path.parent.name}/{path.name}:{getattr(n, 'lineno', 0)}: {w!r}" for w in words
+                 if w and w.lower().lstrip("_") in parts]
+    return hits
+
+
+def test_no_task_part_named_outside_its_task_package(tmp_path):
+    """The generic layers carry a task's extra decoding tensors as `decoding` without naming them:
+    no CRF (or any other task part in DECODING_PARTS) in train, deploy, commands, auto, cli or the
+    generic modules of the task layer, except the export manifest's key of format version 1, which
+    older exports still carry (read as "decoding")."""
+    paths = [*(NLP_DIR / "train").glob("*.py"), *(NLP_DIR / "commands").glob("*.py"),
+             *(NLP_DIR / "deploy").glob("*.py"), NLP_DIR / "auto.py", NLP_DIR / "cli.py",
+             *(NLP_DIR / "tasks" / name for name in GENERIC_TASK_MODULES)]
+    found = [hit for p in paths for hit in _task_part_names(p, DECODING_PARTS)]
+    allowed = [h for h in found if h.startswith("deploy/manifest.py:") and h.endswith(": 'crf'")]
+    assert len(allowed) <= 1 and [h for h in found if h not in allowed] == [], f"task parts named: {found}"
+    # the check can fail: an attribute, a getattr string and an import are found
+    probe = tmp_path / "probe.py"
+    probe.write_text('from x import CRF_KEYS\ndef f(model):\n    """The crf."""\n'
+                     '    return model.crf, getattr(model, "crf")\n', encoding="utf-8")
+    assert [h.split(": ", 1)[1] for h in _task_part_names(probe, DECODING_PARTS)].count("'crf'") == 2
+    assert len(_task_part_names(probe, DECODING_PARTS)) == 3
+
+
 def test_the_problem_type_is_decided_from_the_data_not_from_the_first_batch():
     spec = get_task("text-classification")
     multi = datasets.Dataset.from_dict(

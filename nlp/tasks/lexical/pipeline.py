@@ -34,7 +34,6 @@ import numpy as np
 import torch
 
 from nlp._common import ConfigError
-from nlp.tasks.backend import CRF_KEYS
 from nlp.tasks.base_pipeline import Pipeline, as_batch, check_unicode
 from nlp.tasks.char_windows import CharacterRows, TokenCache
 from nlp.tasks.lexical.heads import ErnieForLexicalAnalysis
@@ -49,6 +48,7 @@ from nlp.tasks.lexical.tags import (
     words_from_tags,
 )
 from nlp.tasks.lexical.userdict import UserDictionary, UserDictSource
+from nlp.tasks.ner.crf import crf_scores
 from nlp.tasks.ner.heads import decode_constrained_rows, decode_tags
 from nlp.tasks.ner.preprocess import visible_characters
 
@@ -92,7 +92,7 @@ class LexicalAnalysisPipeline(Pipeline):
         if not isinstance(lexicon, WordLexicon):
             raise ConfigError(f"lexicon must be a path to a lexicon.tsv, a WordLexicon, False or None; "
                               f"got {type(lexicon).__name__} {lexicon!r:.60}")
-        if self.backend.crf is not None:
+        if crf_scores(self.backend.decoding) is not None:
             raise ConfigError("a word lexicon adds its bonus in the constrained decoding of a model without a CRF; "
                               "this model decodes with its CRF. Pass lexicon=False")
         if LexicalTagIndex.of(self._names) is None:
@@ -178,7 +178,7 @@ class LexicalAnalysisPipeline(Pipeline):
         padded together through `decode_tags`."""
         if self.lexicon is not None:
             return self._decode_with_lexicon(emissions, visible)
-        if self.backend.crf is None:
+        if crf_scores(self.backend.decoding) is None:
             rows = [em if tagged.all() else em[tagged] for em, tagged in emissions]
             paths = decode_constrained_rows(rows, self.config.id2label)
             if paths is not None:
@@ -207,8 +207,7 @@ class LexicalAnalysisPipeline(Pipeline):
         return decode_with_lexicon(logp, [len(r) for r in rows], matches, self._lexicon_tags)
 
     def _decode_padded(self, emissions: list[tuple[np.ndarray, np.ndarray]]) -> list[list[int]]:
-        crf = self.backend.crf
-        crf = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
+        crf = crf_scores(self.backend.decoding)
         out: list[list[int]] = [[] for _ in emissions]
         order = sorted((k for k, (_, m) in enumerate(emissions) if m.any()), key=lambda k: len(emissions[k][0]))
         for i in range(0, len(order), _DECODE_TEXTS):

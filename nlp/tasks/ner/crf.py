@@ -15,10 +15,34 @@ front) before the forward algorithm and Viterbi.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["LinearChainCRF", "compact", "viterbi"]
+from nlp._common import DataError
+
+__all__ = ["LinearChainCRF", "CRF_KEYS", "crf_scores", "compact", "viterbi"]
+
+# The CRF's parameters as the head saves them and as its `decoding_tensors()` hands them to a
+# backend (and an export to its decoding file): decoding runs outside the network.
+CRF_KEYS = ("crf.transitions", "crf.start_transitions", "crf.end_transitions")
+
+
+def crf_scores(decoding: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """A model's decoding tensors (a backend's `decoding`: arrays or tensors by CRF_KEYS) as the
+    float32 (transitions, start, end) that `viterbi` takes; None for a model without a CRF.
+    DataError naming the missing keys when only some are there (a damaged export)."""
+    have = [k for k in CRF_KEYS if k in decoding]
+    if not have:
+        return None
+    if len(have) < len(CRF_KEYS):
+        raise DataError(f"the model's decoding tensors have {have} but not "
+                        f"{[k for k in CRF_KEYS if k not in decoding]}; export the model again")
+    return tuple(torch.as_tensor(np.asarray(decoding[k], dtype=np.float32)) if not torch.is_tensor(decoding[k])
+                 else decoding[k].float() for k in CRF_KEYS)
 
 
 def compact(emissions: torch.Tensor, mask: torch.Tensor, tags: torch.Tensor | None = None):

@@ -26,7 +26,7 @@ from torch import nn
 from nlp._common import DataError
 from nlp.models import Dropout, ErnieConfig, ErnieModel, PreTrainedEncoder
 from nlp.tasks.ner.constrained import SparseRules, structured_viterbi
-from nlp.tasks.ner.crf import LinearChainCRF, compact, viterbi
+from nlp.tasks.ner.crf import CRF_KEYS, LinearChainCRF, compact, crf_scores, viterbi
 from nlp.tasks.ner.tags import allowed_transitions
 
 __all__ = ["ErnieForTokenClassification", "TokenClassifierOutput", "decode_constrained_rows", "decode_tags"]
@@ -92,9 +92,15 @@ class ErnieForTokenClassification(PreTrainedEncoder):
     @torch.no_grad()
     def decode(self, logits: torch.Tensor, mask: torch.Tensor, *, constrained: bool = True) -> list[list[int]]:
         """Tag ids for the positions where `mask` is True, per row, in order (see `decode_tags`)."""
-        crf = None if self.crf is None else (self.crf.transitions, self.crf.start_transitions,
-                                             self.crf.end_transitions)
-        return decode_tags(logits, mask, self.config.id2label, crf=crf, constrained=constrained)
+        return decode_tags(logits, mask, self.config.id2label, crf=crf_scores(self.decoding_tensors()),
+                           constrained=constrained)
+
+    def decoding_tensors(self) -> dict[str, torch.Tensor]:
+        """The CRF's scores by `CRF_KEYS` (none without a CRF): Viterbi runs outside the network,
+        so a backend and an export carry them beside the emissions."""
+        if self.crf is None:
+            return {}
+        return {k: getattr(self.crf, k.split(".", 1)[1]).detach() for k in CRF_KEYS}
 
 
 @torch.no_grad()

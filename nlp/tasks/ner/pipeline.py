@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from nlp._common import ConfigError
-from nlp.tasks.backend import CRF_KEYS
 from nlp.tasks.base_pipeline import Pipeline, as_batch, check_unicode
 from nlp.tasks.char_windows import CharacterRows, TokenCache
+from nlp.tasks.ner.crf import crf_scores
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import visible_characters
@@ -74,9 +74,7 @@ class TokenClassificationPipeline(Pipeline):
             emissions[j, : lengths[j]] = torch.from_numpy(np.ascontiguousarray(lg[windows[r].positions],
                                                                                 dtype=np.float32))
         mask = torch.arange(emissions.shape[1])[None, :] < torch.tensor(lengths)[:, None]  # (R, W)
-        crf = self.backend.crf
-        crf = None if crf is None else tuple(torch.from_numpy(np.asarray(crf[k], dtype=np.float32)) for k in CRF_KEYS)
-        decoded = decode_tags(emissions, mask, self.config.id2label, crf=crf)
+        decoded = decode_tags(emissions, mask, self.config.id2label, crf=crf_scores(self.backend.decoding))
         tags = torch.zeros(mask.shape, dtype=torch.long)
         for j, d in enumerate(decoded):
             tags[j, : len(d)] = torch.tensor(d, dtype=torch.long)

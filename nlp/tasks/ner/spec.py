@@ -11,7 +11,8 @@ import torch
 
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
 from nlp.tasks.ner.pipeline import TokenClassificationPipeline
-from nlp.tasks.ner.heads import ErnieForTokenClassification
+from nlp.tasks.ner.crf import crf_scores
+from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.metrics import ner_metrics
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import preprocess_ner
@@ -89,7 +90,7 @@ class TokenClassificationSpec(TaskSpec):
         # with a CRF this is the Viterbi path, which argmax over logits is not.
         logits = outputs.logits
         mask = batch["labels"] != -100 if "labels" in batch else batch["attention_mask"].bool()
-        paths = model.decode(logits, mask)
+        paths = decode_tags(logits, mask, model.config.id2label, crf=crf_scores(model.decoding_tensors()))
         out = torch.full(mask.shape, -100, dtype=torch.long, device=logits.device)
         for i, path in enumerate(paths):
             out[i, mask[i]] = torch.tensor(path, dtype=torch.long, device=logits.device)
