@@ -1,4 +1,4 @@
-"""nlp.tokenizer: ERNIE/BERT WordPiece and jieba+BPE hybrid tokenizers, training, collators.
+"""nlp.tokenizer: ERNIE/BERT WordPiece, XLM-R unigram and jieba+BPE hybrid tokenizers, training, collators.
 
 Both tokenizers share one base class and transformers' BertTokenizerFast call signature::
 
@@ -14,12 +14,15 @@ from nlp.tokenizer.hybrid import HybridTokenizer
 from nlp.tokenizer.segmenter import JiebaSegmenter
 from nlp.tokenizer.training import train_hybrid_tokenizer, train_wordpiece_tokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
+from nlp.tokenizer.unigram import UnigramTokenizer, build_unigram_backend
 
 __all__ = [
     "Tokenizer",
     "BatchEncoding",
     "WordPieceTokenizer",
     "HybridTokenizer",
+    "UnigramTokenizer",
+    "build_unigram_backend",
     "JiebaSegmenter",
     "train_hybrid_tokenizer",
     "train_wordpiece_tokenizer",

@@ -9,6 +9,7 @@ from nlp._common import UnknownNameError, did_you_mean
 from nlp.tokenizer._files import check_dir, read_json
 from nlp.tokenizer.base import Tokenizer
 from nlp.tokenizer.hybrid import HybridTokenizer
+from nlp.tokenizer.unigram import UnigramTokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
 
 __all__ = ["load_tokenizer", "TOKENIZER_CLASSES"]
@@ -21,17 +22,23 @@ TOKENIZER_CLASSES: dict[str, type[Tokenizer]] = {
     "ErnieTokenizerFast": WordPieceTokenizer,
     "WordPieceTokenizer": WordPieceTokenizer,
     "HybridTokenizer": HybridTokenizer,
+    "XLMRobertaTokenizer": UnigramTokenizer,
+    "XLMRobertaTokenizerFast": UnigramTokenizer,
+    "UnigramTokenizer": UnigramTokenizer,
 }
 
 
 def load_tokenizer(directory: str | Path, **overrides: Any) -> Tokenizer:
     """Load the tokenizer saved in `directory` (a local path; names go through nlp.AutoTokenizer).
 
-    The class comes from tokenizer_config.json's "tokenizer_class"; without one, a directory
-    with vocab.txt or tokenizer.json is WordPiece (ERNIE/BERT).
+    The class comes from tokenizer_config.json's "tokenizer_class"; without one, a tokenizer.json
+    with a unigram model is XLM-R's, and a directory with vocab.txt or a WordPiece tokenizer.json
+    is WordPiece (ERNIE/BERT).
     """
     path = check_dir(directory)
     name = read_json(path / "tokenizer_config.json").get("tokenizer_class")
+    if name is None and (read_json(path / "tokenizer.json").get("model") or {}).get("type") == "Unigram":
+        return UnigramTokenizer.from_pretrained(path, **overrides)
     if name is None:
         return WordPieceTokenizer.from_pretrained(path, **overrides)
     if name not in TOKENIZER_CLASSES:

@@ -441,7 +441,7 @@ class Tokenizer:
                 if pad_mode == "max_length":
                     pad_mode = "longest"
         if strategy is not None:
-            n_special = 3 if is_pair else 2
+            n_special = self.num_special_tokens_to_add(is_pair)
             if _stride_too_large(stride, limit, n_special):
                 raise ConfigError(
                     f"stride={stride} must be smaller than max_length={limit} minus the "
