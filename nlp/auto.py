@@ -188,6 +188,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         raise TypeError(f"task must be a str such as {', '.join(map(repr, list_tasks()))}; "
                         f"got {type(task).__name__} {task!r}")
     spec = get_task(task)
+    spec.check_requirements("predict")
     if not spec.needs_model:
         if model is not None or tokenizer is not None:
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")

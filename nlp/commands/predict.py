@@ -56,14 +56,12 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from nlp._common import atomic_write
-    from nlp.train.inference import predict_file
-
     from nlp.commands._models import model_or_default
     from nlp.deploy import OnnxBackend, is_export_dir
 
     from nlp._common import ConfigError
     from nlp.tasks.model_dirs import locate_model
-    from nlp.tasks.predict_file import check_training_format, training_lines
+    from nlp.tasks.predict_file import check_training_format, predict_file, training_lines
     from nlp.tasks.registry import get_task
 
     args.model = model_or_default(args.model, args.task)

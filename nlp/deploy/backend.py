@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from nlp._common import ConfigError, DataError
+from nlp._extras import MissingExtraError, install_hint
 from nlp.models import ErnieConfig
 
 from .manifest import read_manifest, verify_files
 
 __all__ = ["OnnxBackend", "import_onnxruntime", "DEPLOY_EXTRA", "CPU_DISABLED_OPTIMIZERS"]
 
-DEPLOY_EXTRA = "pip install 'nlp-zh[deploy]'  (onnx, onnxruntime, onnxscript)"
+DEPLOY_EXTRA = install_hint("export") + "  (onnx, onnxruntime, onnxscript)"
 # onnxruntime graph rewrites left off on the CPU: SkipLayerNormFusion merges residual Add +
 # LayerNormalization into SkipLayerNormalization, whose CPU kernel (onnxruntime 1.32) took 25% of
 # an int8 ernie-3.0-mini batch (32 x 128) where the two unfused nodes take 9%: 29,600 -> 36,600
@@ -32,7 +33,7 @@ def import_onnxruntime():
     try:
         import onnxruntime
     except ImportError as err:
-        raise ImportError(f"running an exported model needs onnxruntime: {DEPLOY_EXTRA}") from err
+        raise MissingExtraError("onnxruntime", "running an exported (ONNX) model") from err
     return onnxruntime
 
 

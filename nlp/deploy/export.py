@@ -57,6 +57,7 @@ import torch
 from torch import nn
 
 from nlp._common import ConfigError, DataError, NlpError, current_umask, did_you_mean
+from nlp._extras import MissingExtraError, require
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
@@ -65,7 +66,7 @@ from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import load_tokenizer
 
-from .backend import DEPLOY_EXTRA, OnnxBackend
+from .backend import OnnxBackend
 from .check import FP32_TOLERANCE, check_batch, check_texts, compare_outputs
 from .manifest import DECODING_FILE, FORMAT, FORMAT_VERSION, MANIFEST_NAME, is_export_dir, read_manifest, unlisted_files, write_manifest
 from .quantize import (QUANTIZE_CHOICES, check_calibration_batches, keep_fp32_groups, quantize_int8,
@@ -213,7 +214,7 @@ def _write_onnx(model: PreTrainedEncoder, spec: TaskSpec, batch: dict[str, np.nd
             onnxscript.optimizer.optimize(program.model, input_size_limit=_FOLD_LIMIT, output_size_limit=_FOLD_LIMIT)
         program.save(str(path), external_data=param_bytes > _EXTERNAL_DATA_BYTES)
     except ImportError as err:
-        raise ImportError(f"ONNX export needs onnx and onnxscript: {DEPLOY_EXTRA}") from err
+        raise MissingExtraError(err.name or "onnxscript", "ONNX export (`nlp export`)", extra="export") from err
     except Exception as err:  # the exporter's own error classes carry the details
         raise ExportError(f"torch.onnx.export failed for the {task} model: {type(err).__name__}: "
                           f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}") from err
@@ -417,6 +418,8 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
     Raises ConfigError for bad arguments (before any work), ExportError when the exporter fails
     or the fp32 model's logits differ from PyTorch's by more than 1e-4 on the check texts."""
     started = time.perf_counter()
+    for module in ("onnx", "onnxscript", "onnxruntime"):  # the export extra, before any work
+        require(module, "ONNX export (`nlp export`)")
     out = Path(out).expanduser()
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
         raise ConfigError(f"--quantize {quantize!r}: choose one of {', '.join(QUANTIZE_CHOICES)} (or leave it out for fp32)"

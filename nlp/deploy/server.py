@@ -41,11 +41,16 @@ from dataclasses import asdict, fields
 from http import HTTPStatus
 from typing import Any
 
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from nlp._extras import MissingExtraError
+
+try:
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+except ImportError as err:  # the serve extra
+    raise MissingExtraError(err.name or "starlette", "the model server (`nlp serve`)", extra="serve") from err
 
 from nlp._common import DataError
 from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull, ShuttingDown

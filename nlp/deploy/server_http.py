@@ -23,8 +23,13 @@ import json
 from http import HTTPStatus
 from typing import Any
 
-import httptools
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from nlp._extras import MissingExtraError
+
+try:
+    import httptools
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError as err:  # the serve extra
+    raise MissingExtraError(err.name or "uvicorn", "the model server (`nlp serve`)", extra="serve") from err
 
 __all__ = ["MAX_URL_BYTES", "LimitedHttpProtocol", "configure_default", "json_error_bytes", "protocol_for"]
 

@@ -119,7 +119,7 @@ def _resolve(model_path: str | Path, task: str | None) -> tuple[Path, TaskSpec]:
             raise ConfigError(f"{path} is an export of a {exported.name} model; it cannot serve as {task!r}")
         if importlib.util.find_spec("onnxruntime") is None:
             raise ConfigError(f"{path} is an ONNX export, and this install lacks onnxruntime: "
-                              "pip install 'nlp-zh[deploy]', or serve the run or model directory it was exported from.")
+                              "pip install 'nlp-zh[export]', or serve the run or model directory it was exported from.")
         return path, exported
     where = locate_model(path, task)
     return where.model_dir, where.spec

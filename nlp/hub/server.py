@@ -37,12 +37,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from nlp._extras import MissingExtraError
+
+try:
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+except ImportError as err:  # the serve extra
+    raise MissingExtraError(err.name or "starlette", "the hub mirror (`nlp hub serve`)", extra="serve") from err
 
 from nlp._common import ConfigError
 

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from nlp._common import ConfigError, DataError
+from nlp.tasks.backend import Backend
+from nlp.tasks.model_dirs import locate_model
 from nlp.tasks.registry import get_task, list_tasks
 from nlp.tasks.spec import TaskSpec
 
-__all__ = ["read_inputs", "predict_rows", "training_lines", "check_training_format"]
+__all__ = ["predict_file", "read_inputs", "predict_rows", "training_lines", "check_training_format"]
 
 
 def _lines(path: Path, encoding: str) -> list[str]:
@@ -115,3 +117,21 @@ def training_lines(rows: list[dict[str, Any]], task: str | TaskSpec) -> tuple[li
             unwritable.append((n, str(err)))
             lines.append("")
     return lines, unwritable
+
+
+def predict_file(model: str | Path, input_path: str | Path, *, task: str | None = None,
+                 batch_size: int = 32, top_k: int = 1, encoding: str = "utf-8",
+                 backend: Backend | None = None, precision: str | None = None) -> list[dict[str, Any]]:
+    """One result per input line (blank lines included) through the task's pipeline: the
+    PyTorch model of a run or model directory, in `precision` (None: fp32, as loaded; "auto":
+    what is fast here, nlp/models/precision.py), or `backend` (an export directory's) with the
+    tokenizer of `model`. See nlp/tasks/predict_file.py for the file formats."""
+    where = locate_model(model, task or getattr(backend, "task", None))
+    model_dir, spec = where.model_dir, where.spec
+    rows = read_inputs(input_path, spec, encoding=encoding)
+    max_length = where.recipe.get("data", {}).get("max_length")
+    if backend is None:
+        pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
+    else:
+        pipe = spec.pipeline(backend, model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
+    return predict_rows(pipe, rows, spec, top_k=top_k)

@@ -153,4 +153,5 @@ def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None
     spec = get_task(task)
     if not spec.needs_model:
         raise ConfigError(f"{spec.name!r} needs no model: call nlp.pipeline({spec.name!r}, **options)")
+    spec.check_requirements("predict")
     return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length, **options)

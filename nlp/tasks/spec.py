@@ -26,6 +26,7 @@ task's own knobs: QA `doc_stride`, NER `long_sentences`, ...); None means its de
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from nlp._common import ConfigError, DataError
+from nlp._extras import MissingExtraError
 from nlp._settings import Settings
 from nlp.tasks.model_io import MODEL_INPUTS, feature_length
 from nlp.tasks.serving import ServingAdapter
@@ -108,6 +110,12 @@ class TaskSpec:
     export_agreement: ClassVar[str] = "labels"
     # how `POST /predict` parses, runs and shapes a request (nlp/tasks/serving.py)
     serving: ClassVar[ServingAdapter] = ServingAdapter()
+    # the optional modules the task needs beyond the core install, by use: "predict" (its pipeline,
+    # which training needs too) and "train" (fine-tuning and evaluation only); `extra` is the
+    # package extra that installs them (`pip install 'nlp-zh[<extra>]'`, pyproject.toml).
+    # `check_requirements` turns a missing one into one line naming the extra
+    extra: ClassVar[str | None] = None
+    requires: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     # the task layer's own functions, for direct use (`ds.map(spec.preprocess, ...)`)
     reader: ClassVar[Callable]  # path, **options -> Dataset (return_stats=True: and its ReadStats)
     preprocess: ClassVar[Callable]
@@ -119,6 +127,18 @@ class TaskSpec:
             self.serving = ServingAdapter()  # the base default: one per task, not shared
         if not self.serving.task:
             self.serving.task = self.name  # named in its error messages
+
+    def check_requirements(self, use: str = "predict") -> None:
+        """MissingExtraError (one line naming `extra`) when a module in `requires` for `use`
+        ("predict" or "train") is not installed; checked when the task is used (`nlp.pipeline`,
+        reading a fine-tune's or an evaluation's data), before any work."""
+        if use not in ("predict", "train"):
+            raise ConfigError(f"use must be 'predict' or 'train'; got {use!r}")
+        wanted = [*self.requires.get("predict", ()), *(self.requires.get("train", ()) if use == "train" else ())]
+        for module in wanted:
+            if importlib.util.find_spec(module.split(".")[0]) is None:
+                what = "fine-tuning and evaluation" if use == "train" else "pipeline"
+                raise MissingExtraError(module, f"the {self.name} task's {what}", extra=self.extra)
 
     # ------------------------------------------------------------------ data
 

@@ -10,6 +10,13 @@ checked by one schema engine (`nlp.train.schema`); see
 docs/training.md for the knobs, the run directory layout and data-parallel launching.
 """
 
+from nlp._extras import require
+
+# the train extra: without it, importing the engine fails here in one line naming the extra,
+# not deep inside accelerate's or datasets' absence
+for _module in ("accelerate", "datasets"):
+    require(_module, "training and evaluation (nlp.train: `nlp finetune`, `nlp evaluate`, `nlp pretrain`)")
+
 from nlp.train.checkpoint import TrainerState
 from nlp.train.errors import CheckpointWriteError, TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction

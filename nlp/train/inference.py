@@ -17,7 +17,7 @@ from typing import Any
 from nlp._common import ConfigError
 from nlp.tasks.backend import Backend, BackendModule
 from nlp.tasks.model_dirs import locate_model
-from nlp.tasks.predict_file import predict_rows, read_inputs
+from nlp.tasks.predict_file import predict_file, predict_rows, read_inputs  # noqa: F401  (its former home)
 from nlp.tasks.spec import TaskSettings, TaskSpec
 from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, load_task_data
 from nlp.train.recipe import DataSection, Recipe, build_task_settings, check_recipe, migrate_recipe
@@ -149,21 +149,3 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
     scores = scoring.score(net)
     return {"model": str(scoring.model_dir), "data": scoring.data, "split": scoring.split,
             "examples": len(scoring.examples), **scores}
-
-
-def predict_file(model: str | Path, input_path: str | Path, *, task: str | None = None,
-                 batch_size: int = 32, top_k: int = 1, encoding: str = "utf-8",
-                 backend: Backend | None = None, precision: str | None = None) -> list[dict[str, Any]]:
-    """One result per input line (blank lines included) through the task's pipeline: the
-    PyTorch model of a run or model directory, in `precision` (None: fp32, as loaded; "auto":
-    what is fast here, nlp/models/precision.py), or `backend` (an export directory's) with the
-    tokenizer of `model`. See nlp/tasks/predict_file.py for the file formats."""
-    where = locate_model(model, task or getattr(backend, "task", None))
-    model_dir, spec = where.model_dir, where.spec
-    rows = read_inputs(input_path, spec, encoding=encoding)
-    max_length = where.recipe.get("data", {}).get("max_length")
-    if backend is None:
-        pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
-    else:
-        pipe = spec.pipeline(backend, model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
-    return predict_rows(pipe, rows, spec, top_k=top_k)

@@ -21,6 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from nlp._common import atomic_write
+from nlp._extras import require
 
 __all__ = ["LogWindow", "RunLog", "write_plots", "peak_memory_mb"]
 
@@ -134,8 +135,7 @@ def read_metrics(output_dir: Path) -> list[dict[str, Any]]:
 
 def write_plots(output_dir: Path, eval_metric: str) -> list[Path]:
     """loss.png, lr.png and eval.png (the selection metric, plus eval loss) from metrics.jsonl."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", "the run's plots (loss.png, lr.png, eval.png)")
     matplotlib.use("Agg")  # no display on servers; must precede pyplot
     import matplotlib.pyplot as plt
 

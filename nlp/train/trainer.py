@@ -33,6 +33,7 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 
 from nlp._common import ConfigError, did_you_mean
+from nlp._extras import require
 from nlp.tokenizer.samplers import (
     DistributedBatchSampler,
     EpochBatchSampler,
@@ -468,6 +469,7 @@ class Trainer:
         else:
             state = self._resume(resume_from)
         if s.log.tensorboard:
+            require("tensorboard", "TensorBoard logs (log.tensorboard: true; false trains without them)")
             acc.init_trackers("tensorboard", config=_flat_hparams(to_dict(s)))
         self._last_saved_step = state.step if resume_from is not None else -1
         self._window = LogWindow.from_state(state.log_window if acc.is_main_process else {})

@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from nlp._common import ConfigError
+from nlp._extras import MissingExtraError
 
 __all__ = ["ZERO_DIR", "require_deepspeed", "check_zero",
            "engine_config", "initialize", "is_engine", "backward", "step", "is_zero_checkpoint",
@@ -57,7 +58,6 @@ __all__ = ["ZERO_DIR", "require_deepspeed", "check_zero",
 logger = logging.getLogger(__name__)
 
 ZERO_DIR = "deepspeed"  # a checkpoint's DeepSpeed directory (the engine's tag)
-INSTALL = "DS_BUILD_OPS=0 pip install deepspeed"
 
 
 def require_deepspeed() -> Any:
@@ -65,11 +65,9 @@ def require_deepspeed() -> Any:
     try:
         import deepspeed
     except ImportError as err:
-        raise ImportError(
-            f"train.distributed.strategy=deepspeed needs DeepSpeed, which is not installed ({err}). "
-            f"Install it with `{INSTALL}` (DS_BUILD_OPS=0: no CUDA ops are compiled; it installs "
-            "with a CPU torch too), or use train.distributed.strategy=fsdp"
-        ) from err
+        # the distributed extra (DS_BUILD_OPS=0: no CUDA ops are compiled; it installs with a CPU
+        # torch too); train.distributed.strategy=fsdp needs none
+        raise MissingExtraError("deepspeed", "train.distributed.strategy=deepspeed (strategy=fsdp needs no extra)") from err
     return deepspeed
 
 

@@ -14,10 +14,11 @@ import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks._io import ReadStats, decode_error, iter_lines, load_json_records, open_text
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["read_classification", "PROBLEM_TYPES"]
 

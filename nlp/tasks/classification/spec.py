@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-import datasets
 import numpy as np
 
+from nlp._extras import LazyModule
 from nlp.tasks.classification.data import read_classification
 from nlp.tasks.classification.pipeline import TextClassificationPipeline
 from nlp.tasks.classification.heads import ErnieForSequenceClassification
@@ -15,6 +15,8 @@ from nlp.tasks.classification.metrics import classification_metrics, multilabel_
 from nlp.tasks.classification.preprocess import preprocess_classification
 from nlp.tasks.classification.serving import ClassificationAdapter
 from nlp.tasks.spec import TaskSpec
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["ClassificationSpec", "CLASSIFICATION", "problem_type_of"]
 

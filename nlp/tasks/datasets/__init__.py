@@ -12,15 +12,16 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-import datasets
-
 from nlp._common import DataError, UnknownNameError, did_you_mean
+from nlp._extras import LazyModule
 from nlp.tasks.classification.data import read_classification
 from nlp.tasks.datasets._download import FileFetcher, fetch_split
 from nlp.tasks.datasets.builtin import BUILTIN, BuiltinDataset, load_builtin, register_dataset
 from nlp.tasks.datasets.public import PUBLIC, PublicDataset
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
 from nlp.tasks.qa.data import read_squad
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["load", "load_dataset_by_name", "list_datasets", "dataset_info", "read_public_file",
            "fetch_split", "FileFetcher", "BUILTIN", "PUBLIC", "BuiltinDataset", "register_dataset"]

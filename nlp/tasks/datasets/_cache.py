@@ -14,10 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-import datasets
 from filelock import FileLock
 
 from nlp._common import atomic_write
+from nlp._extras import LazyModule
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["nlp_home", "cached_build"]
 

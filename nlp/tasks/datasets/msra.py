@@ -31,10 +31,11 @@ import hashlib
 from collections import Counter
 from pathlib import Path
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks.ner.tags import get_entities, get_entities_strict, label_list, tags_from_spans
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["MSRA_ENTITY_TYPES", "MSRA_TEST_FIRST", "read_bmes", "msra_dev_of", "build_msra"]
 

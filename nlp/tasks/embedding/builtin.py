@@ -30,11 +30,12 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import datasets
+from nlp._extras import LazyModule
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["build_xinhua_idioms", "build_inews_titles", "idiom_document"]
 
-_FEATURES = datasets.Features({"texts": datasets.Sequence(datasets.Value("string"))})
 _NONE = (None, "", "无")
 _CITATION = re.compile(r"★.*$")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -63,7 +64,7 @@ def _finish(rows: dict[str, list[list[str]]], skipped: Counter) -> tuple[dataset
     dsd = datasets.DatasetDict()
     counts = {}
     for split, items in rows.items():
-        dsd[split] = datasets.Dataset.from_dict({"texts": items}, features=_FEATURES)
+        dsd[split] = datasets.Dataset.from_dict({"texts": items}, features=datasets.Features({"texts": datasets.Sequence(datasets.Value("string"))}))
         counts[split] = {"rows": len(items), "query characters": sum(len(q) for q, _ in items),
                          "document characters": sum(len(d) for _, d in items)}
     return dsd, {"splits": counts, "skipped": dict(skipped)}

@@ -21,10 +21,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks._io import ReadStats, iter_lines, load_json_records
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["read_embedding", "record_kind", "KINDS"]
 

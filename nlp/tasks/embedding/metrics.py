@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nlp._common import DataError
+from nlp._extras import require
 
 __all__ = ["spearman", "retrieval_metrics", "rank_metrics", "cosine_matrix", "sts_metrics", "SparseVector",
            "sparse_vector", "pooled_sparse_vector", "lexical_scores", "lexical_pair_scores", "BIGRAM_BASE",
@@ -189,7 +190,7 @@ def pooled_sparse_vector(windows: Sequence[tuple[Sequence[int], Sequence[float],
 
 def _csr(rows: Sequence[SparseVector], columns: np.ndarray):
     """The rows as a scipy CSR matrix over `columns` (every key of `rows`, ascending)."""
-    from scipy.sparse import csr_matrix
+    csr_matrix = require("scipy.sparse", "lexical (sparse) scoring", extra="embedding").csr_matrix
 
     indptr = np.cumsum([0] + [len(ids) for ids, _ in rows])
     keys = np.concatenate([ids for ids, _ in rows]) if rows else np.zeros(0, dtype=np.int64)

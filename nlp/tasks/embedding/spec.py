@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-import datasets
 import numpy as np
 
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks.datasets import register_dataset
 from nlp.tasks.embedding.builtin import builtin_datasets
 from nlp.tasks.embedding.collate import TextGroupCollator
@@ -17,6 +17,8 @@ from nlp.tasks.embedding.metrics import lexical_terms, retrieval_metrics, sparse
 from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
 from nlp.tasks.embedding.serving import EmbedAdapter, EmbeddingPredictAdapter, EmbedSparseAdapter, SimilarityAdapter
 from nlp.tasks.spec import TaskSpec
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["EmbeddingSpec", "SentenceSimilaritySpec", "FEATURE_EXTRACTION", "SENTENCE_SIMILARITY",
            "dataset_kind"]
@@ -32,6 +34,8 @@ def dataset_kind(ds: datasets.Dataset) -> str:
 class EmbeddingSpec(TaskSpec):
     name = "feature-extraction"
     aliases = ("sentence-embedding", "text-embedding", "embedding")
+    extra = "embedding"
+    requires = {"train": ("scipy",)}  # sparse lexical scores in the retrieval metrics
     head = ErnieForSentenceEmbedding
     pipeline = FeatureExtractionPipeline
     architecture_suffix = "ForSentenceEmbedding"

@@ -20,13 +20,13 @@ lists, character offsets into the joined words, end exclusive).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from pathlib import Path
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks._io import ReadStats, iter_lines
 from nlp.tasks.datasets.builtin import (
     entity_spans,
@@ -35,15 +35,21 @@ from nlp.tasks.datasets.builtin import (
 )
 from nlp.tasks.lexical.tags import POS_FIXES, POS_TAGS
 
-__all__ = ["read_tagged_words", "build_peoples_daily_lexical", "FEATURES"]
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
-FEATURES = datasets.Features({
-    "id": datasets.Value("string"),
-    "words": datasets.Sequence(datasets.Value("string")),
-    "pos": datasets.Sequence(datasets.ClassLabel(names=list(POS_TAGS))),
-    "entities": datasets.Sequence({"type": datasets.Value("string"), "start": datasets.Value("int32"),
-                                   "end": datasets.Value("int32")}),
-})
+__all__ = ["read_tagged_words", "build_peoples_daily_lexical", "lexical_features"]
+
+
+@functools.cache
+def lexical_features() -> datasets.Features:
+    """The columns of a lexical dataset (built on first use: `datasets` comes with the train extra)."""
+    return datasets.Features({
+        "id": datasets.Value("string"),
+        "words": datasets.Sequence(datasets.Value("string")),
+        "pos": datasets.Sequence(datasets.ClassLabel(names=list(POS_TAGS))),
+        "entities": datasets.Sequence({"type": datasets.Value("string"), "start": datasets.Value("int32"),
+                                       "end": datasets.Value("int32")}),
+    })
 
 
 def _row(sid: str, units, where: str, fixed: Counter) -> dict:
@@ -66,8 +72,8 @@ def _row(sid: str, units, where: str, fixed: Counter) -> dict:
 
 
 def _dataset(rows: list[dict]) -> datasets.Dataset:
-    cols = {k: [r[k] for r in rows] for k in FEATURES}
-    return datasets.Dataset.from_dict(cols, features=FEATURES)
+    cols = {k: [r[k] for r in rows] for k in lexical_features()}
+    return datasets.Dataset.from_dict(cols, features=lexical_features())
 
 
 def read_tagged_words(path: str | os.PathLike, *, encoding: str = "utf-8", return_stats: bool = False

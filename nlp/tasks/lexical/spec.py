@@ -19,9 +19,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp._settings import Problem
 from nlp.tasks.datasets import BuiltinDataset, register_dataset
 from nlp.tasks.lexical.data import build_peoples_daily_lexical, read_tagged_words
@@ -42,6 +41,8 @@ from nlp.tasks.lexical.tags import POS_TAGS, char_tags, lexical_labels, words_fr
 from nlp.tasks.ner.preprocess import preprocess_ner
 from nlp.tasks.ner.spec import TokenClassificationSpec
 from nlp.tasks.spec import TaskSettings
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["LexicalAnalysisSpec", "LexicalAnalysisSettings", "PosTaggingSpec", "WordSegmentationSpec",
            "LEXICAL_ANALYSIS", "POS_TAGGING", "WORD_SEGMENTATION", "PEOPLES_DAILY_LEXICAL"]

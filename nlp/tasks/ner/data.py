@@ -19,11 +19,12 @@ import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks._io import ReadStats, iter_lines
 from nlp.tasks.ner.tags import SCHEMES, convert_scheme, detect_scheme, label_list, split_tag, validate_tags
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["read_conll", "read_paddle_ner", "build_ner_dataset"]
 

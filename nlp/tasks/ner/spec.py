@@ -6,9 +6,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-import datasets
 import torch
 
+from nlp._extras import LazyModule
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
 from nlp.tasks.ner.pipeline import TokenClassificationPipeline
 from nlp.tasks.ner.crf import crf_scores
@@ -19,6 +19,8 @@ from nlp.tasks.ner.preprocess import preprocess_ner
 from nlp.tasks.ner.tags import get_entities
 from nlp.tasks.ner.serving import TokenClassificationAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["TokenClassificationSpec", "TokenClassificationSettings", "TOKEN_CLASSIFICATION"]
 

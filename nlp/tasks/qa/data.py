@@ -8,24 +8,30 @@ is checked: ``context[answer_start:answer_start + len(text)] == text``.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
-import datasets
-
 from nlp._common import DataError
+from nlp._extras import LazyModule
 from nlp.tasks._io import ReadStats, load_json_records
 
-__all__ = ["read_squad", "QA_FEATURES"]
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
-QA_FEATURES = datasets.Features({
-    "id": datasets.Value("string"),
-    "title": datasets.Value("string"),
-    "context": datasets.Value("string"),
-    "question": datasets.Value("string"),
-    "answers": datasets.Sequence({"text": datasets.Value("string"), "answer_start": datasets.Value("int32")}),
-    "is_impossible": datasets.Value("bool"),
-})
+__all__ = ["read_squad", "qa_features"]
+
+
+@functools.cache
+def qa_features() -> datasets.Features:
+    """The columns of a QA dataset (built on first use: `datasets` comes with the train extra)."""
+    return datasets.Features({
+        "id": datasets.Value("string"),
+        "title": datasets.Value("string"),
+        "context": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answers": datasets.Sequence({"text": datasets.Value("string"), "answer_start": datasets.Value("int32")}),
+        "is_impossible": datasets.Value("bool"),
+    })
 _ON_BAD = ("error", "skip", "relocate")
 
 
@@ -113,7 +119,7 @@ def read_squad(
                                  "answers": {"text": texts, "answer_start": starts},
                                  "is_impossible": impossible})
     # from_dict, not from_list: an empty list would lose the columns
-    ds = datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in QA_FEATURES}, features=QA_FEATURES)
+    ds = datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in qa_features()}, features=qa_features())
     stats.kept = len(ds)
     stats.log()
     return (ds, stats) if return_stats else ds

