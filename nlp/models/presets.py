@@ -45,6 +45,17 @@ _BERT_ZH = {
     "max_position_embeddings": 512, "type_vocab_size": 2, "vocab_size": 21128,
     "pad_token_id": 0, "layer_norm_eps": 1e-12,
 }
+_XLMR = {
+    "model_type": "xlm-roberta", "hidden_act": "gelu", **_DROPOUT, "initializer_range": 0.02,
+    "max_position_embeddings": 514, "type_vocab_size": 1, "vocab_size": 250002,
+    "pad_token_id": 1, "layer_norm_eps": 1e-5,
+}
+_MINILM_XLMR = {
+    "model_type": "bert", "hidden_act": "gelu", **_DROPOUT, "initializer_range": 0.02,
+    "max_position_embeddings": 512, "type_vocab_size": 2, "vocab_size": 250037,
+    "pad_token_id": 0, "layer_norm_eps": 1e-12,
+    "hidden_size": 384, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 1536,
+}
 _BERT_BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
               "intermediate_size": 3072}
 _BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
@@ -93,6 +104,17 @@ PRESETS: dict[str, dict[str, Any]] = {
                               "source": _HF.format("hfl/chinese-macbert-large")},
     # RBT3: the first 3 layers of RoBERTa-wwm-ext, base width.
     "rbt3": {**_BERT_ZH, **_BERT_BASE, "num_hidden_layers": 3, "source": _HF.format("hfl/rbt3")},
+    # The XLM-R tokenizer family (250,002 SentencePiece pieces). e5-small and the MiniLM are BERT
+    # architectures (positions from 0, two token types) with XLM-R's tokenizer; their embedding
+    # has 250,037 rows, 35 more than the tokenizer has pieces, as the Multilingual-MiniLM they
+    # come from. e5-base/large and bge-m3 are XLM-R (positions from pad + 1, one token type).
+    "multilingual-e5-small": {**_MINILM_XLMR, "source": _HF.format("intfloat/multilingual-e5-small")},
+    "paraphrase-multilingual-MiniLM-L12-v2": {
+        **_MINILM_XLMR, "source": _HF.format("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")},
+    "multilingual-e5-base": {**_XLMR, **_BERT_BASE, "source": _HF.format("intfloat/multilingual-e5-base")},
+    "multilingual-e5-large": {**_XLMR, **_BERT_LARGE, "source": _HF.format("intfloat/multilingual-e5-large")},
+    "bge-m3": {**_XLMR, **_BERT_LARGE, "max_position_embeddings": 8194,  # 8,192 tokens
+               "source": _HF.format("BAAI/bge-m3")},
 }
 
 

@@ -24,7 +24,11 @@ TINY = {
                   type_vocab_size=4, use_task_id=True, task_type_vocab_size=16),
     "bert": dict(model_type="bert", vocab_size=83, hidden_size=32, num_hidden_layers=2,
                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=40),
+    "xlm-roberta": dict(model_type="xlm-roberta", vocab_size=71, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=48, max_position_embeddings=42,
+                        type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5),
 }
+_PREFIX = {"ernie": "Ernie", "bert": "Bert", "xlm-roberta": "XLMRoberta"}
 HEADS = {
     "SequenceClassification": ErnieForSequenceClassification,
     "TokenClassification": ErnieForTokenClassification,
@@ -33,21 +37,21 @@ HEADS = {
 
 
 def _hf_class(model_type, head):
-    return getattr(transformers, ("Ernie" if model_type == "ernie" else "Bert") + "For" + head)
+    return getattr(transformers, _PREFIX[model_type] + "For" + head)
 
 
 def _hf_config(kw, **extra):
     kw = {**kw, **extra}
-    cls = transformers.ErnieConfig if kw.pop("model_type") == "ernie" else transformers.BertConfig
-    return cls(**kw)
+    return getattr(transformers, _PREFIX[kw.pop("model_type")] + "Config")(**kw)
 
 
 def _inputs(kw, B=3, T=11, seed=0):
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1, kw["vocab_size"], (B, T), generator=g)
+    pad = kw.get("pad_token_id", 0)
+    ids = torch.randint(pad + 1, kw["vocab_size"], (B, T), generator=g)
     mask = torch.ones(B, T, dtype=torch.long)
     mask[1, 7:] = 0
-    ids[mask == 0] = 0
+    ids[mask == 0] = pad
     tt = torch.randint(0, kw.get("type_vocab_size", 2), (B, T), generator=g)
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt}
 
@@ -70,7 +74,7 @@ def test_saved_here_loads_in_transformers(tmp_path, mt, head, caplog):
     ours = HEADS[head](ErnieConfig(**TINY[mt], num_labels=n)).eval()
     ours.save_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    assert cfg["architectures"] == [("Ernie" if mt == "ernie" else "Bert") + "For" + head]
+    assert cfg["architectures"] == [_PREFIX[mt] + "For" + head]
     hf, info = _hf_class(mt, head).from_pretrained(tmp_path, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     batch = _inputs(TINY[mt])

@@ -78,6 +78,15 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
     """Backbone (with pooler) + dropout + `classifier` (H -> num_labels)."""
 
     _HF_SUFFIX = "ForSequenceClassification"
+    # XLM-R's head (RobertaClassificationHead) is the same maths on the <s> token, tanh(dense(h))
+    # then a linear, kept in the head instead of a backbone pooler: the names differ, not the
+    # weights. (In training it also drops out h before the dense layer; at inference the two agree.)
+    _XLMR_KEYS = {
+        "backbone.pooler.weight": "head::classifier.dense.weight",
+        "backbone.pooler.bias": "head::classifier.dense.bias",
+        "classifier.weight": "head::classifier.out_proj.weight",
+        "classifier.bias": "head::classifier.out_proj.bias",
+    }
 
     def __init__(self, config: ErnieConfig) -> None:
         super().__init__(config)
@@ -99,3 +108,9 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
         logits = self.classifier(self.dropout(pooled))  # (B|S, num_labels)
         loss = None if labels is None else classification_loss(self.config, logits, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)
+
+    def _hf_key_map(self) -> dict[str, list[str]]:
+        out = super()._hf_key_map()
+        if self.config.model_type == "xlm-roberta":
+            out.update({ours: [theirs] for ours, theirs in self._XLMR_KEYS.items()})
+        return out

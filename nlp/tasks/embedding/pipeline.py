@@ -40,6 +40,7 @@ from nlp._common import ConfigError, DataError, atomic_write, did_you_mean
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
+from nlp.tasks.embedding.prompts import PASSAGE, QUERY, Prompts
 from nlp.tasks.embedding.metrics import (SparseVector, lexical_pair_scores, lexical_scores, lexical_terms,
                                          pooled_sparse_vector, sparse_vector, split_key)
 
@@ -66,6 +67,11 @@ class FeatureExtractionPipeline(Pipeline):
         return TextGroupCollator(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
 
     @property
+    def prompts(self) -> Prompts:
+        """The prompts the model declares (config.json `prompts`, `default_prompt_name`)."""
+        return Prompts.from_config(self.config.extra)
+
+    @property
     def has_lexical_weights(self) -> bool:
         """Whether the model gives lexical weights (a `token_weights` output)."""
         return bool(self.config.extra.get("lexical_weights", False))
@@ -77,13 +83,16 @@ class FeatureExtractionPipeline(Pipeline):
         return out["sentence_embedding"][j]
 
     def __call__(self, texts: str | Sequence[str], *, normalize: bool = True, truncate: bool = False,
-                 stride: int | None = None, as_lists: bool = False) -> Any:
+                 stride: int | None = None, as_lists: bool = False, prompt_name: str | None = None) -> Any:
         """A (H,) vector for one text, (N, H) for a list (lists of floats with `as_lists`).
 
         `truncate`: embed only the first window of a long text (TEI's `truncate`); otherwise
-        every window counts. `stride`: tokens shared by consecutive windows (default a quarter)."""
+        every window counts. `stride`: tokens shared by consecutive windows (default a quarter).
+        `prompt_name`: which of the model's prompts goes before each text (prompts.py; None:
+        its default one, if any)."""
         batch, single = as_batch(texts, "text")
-        vectors, _ = self._encode(batch, single, truncate=truncate, stride=stride, normalize=normalize)
+        vectors, _ = self._encode(batch, single, truncate=truncate, stride=stride, normalize=normalize,
+                                  prompt=self.prompts.text(prompt_name))
         out = vectors[0] if single else vectors
         return out.tolist() if as_lists else out
 
@@ -96,11 +105,13 @@ class FeatureExtractionPipeline(Pipeline):
         return self.encode(texts, truncate=truncate, stride=stride, as_tokens=as_tokens)[1]
 
     def encode(self, texts: str | Sequence[str], *, normalize: bool = True, truncate: bool = False,
-               stride: int | None = None, as_tokens: bool = False) -> tuple[Any, Any]:
+               stride: int | None = None, as_tokens: bool = False,
+               prompt_name: str | None = None) -> tuple[Any, Any]:
         """(vectors, lexical weights) in one pass: what `__call__` and `lexical_weights` give,
         the weights None for a model without them."""
         batch, single = as_batch(texts, "text")
-        vectors, sparse = self._encode(batch, single, truncate=truncate, stride=stride, normalize=normalize)
+        vectors, sparse = self._encode(batch, single, truncate=truncate, stride=stride, normalize=normalize,
+                                       prompt=self.prompts.text(prompt_name))
         weights = None if sparse is None else [self._weights_dict(v, as_tokens) for v in sparse]
         if single:
             return vectors[0], None if weights is None else weights[0]
@@ -123,10 +134,10 @@ class FeatureExtractionPipeline(Pipeline):
                               "or use the sentence vectors alone")
 
     def _encode(self, texts: list[str], single: bool, *, truncate: bool, stride: int | None,
-                normalize: bool = False) -> tuple[np.ndarray, list[SparseVector] | None]:
+                normalize: bool = False, prompt: str = "") -> tuple[np.ndarray, list[SparseVector] | None]:
         """(N, H) pooled vectors (L2-normalised with `normalize`), and each text's sparse vector
-        for a model with lexical weights (else None)."""
-        windows = self._windows(texts, single, truncate=truncate, stride=stride)
+        for a model with lexical weights (else None); `prompt` goes before every text."""
+        windows = self._windows(texts, single, truncate=truncate, stride=stride, prompt=prompt)
         hidden = self.config.hidden_size
         sums = np.zeros((len(texts), hidden), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)
@@ -144,11 +155,13 @@ class FeatureExtractionPipeline(Pipeline):
             return vectors, None
         return vectors, [pooled_sparse_vector(p) for p in parts]
 
-    def _windows(self, texts: list[str], single: bool, *, truncate: bool,
-                 stride: int | None) -> list[tuple[list[int], int, np.ndarray, SparseVector | None]]:
+    def _windows(self, texts: list[str], single: bool, *, truncate: bool, stride: int | None,
+                 prompt: str = "") -> list[tuple[list[int], int, np.ndarray, SparseVector | None]]:
         """Each window of each text, in text order: (token ids, the text's index, its pooled
         vector, its `lexical_terms` (keys, weights) or None). A text shorter than `max_length`
-        is one window."""
+        is one window. `prompt` is put before the text, so its first window tokenizes it as
+        the model was trained; every later window gets the prompt's tokens after its first
+        special token (the windows are cut that much shorter to make room)."""
         check_unicode(texts, "text", single)
         for i, text in enumerate(texts):
             if not text.strip():
@@ -156,15 +169,23 @@ class FeatureExtractionPipeline(Pipeline):
                                 "(drop blank texts before embedding them)")
         if not texts:
             return []
-        room = self.max_length - 2
+        prompt_ids = self._prompt_ids(prompt) if prompt and not truncate else []
+        max_length = self.max_length - len(prompt_ids)
+        room = max_length - 2
         stride = max(1, room // 4) if stride is None else stride
         if not 0 <= stride < room:
-            raise ConfigError(f"stride={stride} must be in [0, {room}) for max_length={self.max_length}")
-        enc = self.tokenizer(texts, truncation=True, max_length=self.max_length, stride=stride,
+            raise ConfigError(f"stride={stride} must be in [0, {room}) for max_length={self.max_length}"
+                              + (f" and a prompt of {len(prompt_ids)} tokens" if prompt_ids else ""))
+        enc = self.tokenizer([prompt + t for t in texts], truncation=True, max_length=max_length, stride=stride,
                              return_overflowing_tokens=not truncate)
         n_rows = len(enc["input_ids"])
         owner = enc["overflow_to_sample_mapping"] if not truncate else list(range(n_rows))
         rows = [{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in range(n_rows)]
+        for r in range(1, n_rows) if prompt_ids else ():
+            if owner[r] == owner[r - 1]:  # a later window of the same text
+                rows[r] = {k: v[:1] + ([0] * len(prompt_ids) if k == "token_type_ids" else
+                                       [1] * len(prompt_ids) if k == "attention_mask" else prompt_ids) + v[1:]
+                           for k, v in rows[r].items()}
         outputs = self._forward(rows)
         # padding is the pipeline's, so a row's tokens are all attended
         windows = []
@@ -174,6 +195,11 @@ class FeatureExtractionPipeline(Pipeline):
             else:
                 windows.append((row["input_ids"], int(text), out, None))
         return windows
+
+    def _prompt_ids(self, prompt: str) -> list[int]:
+        """The tokens of `prompt` as they start a text: those of prompt + "x" ending before "x"."""
+        enc = self.tokenizer(prompt + "x", add_special_tokens=False, return_offsets_mapping=True)
+        return [i for i, (_, end) in zip(enc["input_ids"], enc["offset_mapping"]) if end <= len(prompt)]
 
 
 class EmbeddingIndex:
@@ -335,8 +361,8 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         return scoring
 
     def _texts(self, texts: list[str], single: bool, scoring: str, *, truncate: bool = False,
-               stride: int | None = None) -> tuple[np.ndarray, list[SparseVector] | None]:
-        vectors, sparse = self._encode(texts, single, truncate=truncate, stride=stride, normalize=True)
+               stride: int | None = None, prompt: str = "") -> tuple[np.ndarray, list[SparseVector] | None]:
+        vectors, sparse = self._encode(texts, single, truncate=truncate, stride=stride, normalize=True, prompt=prompt)
         return vectors, (sparse if scoring != "dense" else None)
 
     def __call__(self, source: str | Sequence[str], targets: str | Sequence[str] | None = None, *,
@@ -354,8 +380,9 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
                             "or as many sources as targets (pairs)")
         if not target_list:
             return []
-        a, a_sparse = self._texts(sources, single_source, scoring, truncate=truncate, stride=stride)
-        b, b_sparse = self._texts(target_list, single_target, scoring, truncate=truncate, stride=stride)
+        prompt = self.prompts.text(None)  # a symmetric comparison: both sides get the default prompt
+        a, a_sparse = self._texts(sources, single_source, scoring, truncate=truncate, stride=stride, prompt=prompt)
+        b, b_sparse = self._texts(target_list, single_target, scoring, truncate=truncate, stride=stride, prompt=prompt)
         scores = np.zeros(len(target_list)) if scoring == "lexical" else (a * b).sum(-1)  # one source: broadcast
         if scoring != "dense":
             firsts = a_sparse * len(target_list) if single_source else a_sparse
@@ -367,7 +394,7 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         weights; save it with `.save(dir)`). A text longer than `max_length` tokens keeps a row
         per window and is searched by its best one; `truncate=True` keeps its first window only."""
         texts, _ = as_batch(corpus, "corpus text")
-        windows = self._windows(texts, False, truncate=truncate, stride=stride)
+        windows = self._windows(texts, False, truncate=truncate, stride=stride, prompt=self.prompts.for_role(PASSAGE))
         hidden = self.config.hidden_size
         vectors = np.stack([w[2] for w in windows]) if windows else np.zeros((0, hidden), dtype=np.float32)
         sparse = None
@@ -396,7 +423,8 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         queries, single = as_batch(query, "query")
         if not queries:
             return []
-        vectors, sparse = self._texts(queries, single, scoring, truncate=truncate, stride=stride)
+        vectors, sparse = self._texts(queries, single, scoring, truncate=truncate, stride=stride,
+                                      prompt=self.prompts.for_role(QUERY))
         hits = corpus.search(vectors, top_k, query_lexical=sparse, scoring=scoring, windows=windows)
         results = [[{"corpus_id": i, "score": s, "text": corpus.texts[i]} for i, s in row] for row in hits]
         return results[0] if single else results

@@ -1,8 +1,12 @@
 """How the server answers an embedding model: `POST /predict` (vectors, our usual body) and
 text-embeddings-inference's routes, with TEI's bodies and error shape:
 
-    POST /embed       {"inputs": "text" | ["text", ...], "normalize": true, "truncate": false}
-                      -> [[float, ...], ...]   (one vector per input, always a list of them)
+    POST /embed       {"inputs": "text" | ["text", ...], "normalize": true, "truncate": false,
+                       "prompt_name": "query"}
+                      -> [[float, ...], ...]   (one vector per input, always a list of them;
+                                                `prompt_name`: one of the prompts the model
+                                                declares, put before each text; absent: its
+                                                default prompt, if any: prompts.py)
     POST /similarity  {"inputs": {"source_sentence": "text", "sentences": ["text", ...]}}
                       -> [float, ...]          (the cosine of the source with each sentence;
                                                 cosine + lexical score for a model with lexical weights)
@@ -39,13 +43,29 @@ def _text_cost(text: str, truncate: bool, max_length: int) -> tuple[int, int]:
 
 
 def _encode(served: Any, texts: list[str], *, normalize: bool = True,
-            truncate: bool = False) -> tuple[np.ndarray, Any]:
+            truncate: bool = False, prompt_name: str | None = None) -> tuple[np.ndarray, Any]:
     """(vectors, sparse vectors or None) of `texts`, in one pass of the served model (a
-    FeatureExtractionPipeline, or its similarity subclass)."""
+    FeatureExtractionPipeline, or its similarity subclass), the model's prompt `prompt_name`
+    (None: its default) before each."""
     from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
 
+    prompt = served.pipeline.prompts.text(prompt_name)
     return FeatureExtractionPipeline._encode(served.pipeline, texts, False, truncate=truncate, stride=None,
-                                             normalize=normalize)
+                                             normalize=normalize, prompt=prompt)
+
+
+def _prompt_name(payload: Mapping[str, Any], served: Any) -> str | None:
+    """The body's `prompt_name`, checked against the model's prompts (422 naming them)."""
+    from nlp._common import ConfigError
+
+    name = payload.get("prompt_name")
+    if name is not None and not isinstance(name, str):
+        raise RequestError(422, f"`prompt_name` must be a string, got {short(name)}")
+    try:
+        served.pipeline.prompts.text(name)
+    except ConfigError as err:
+        raise RequestError(422, str(err)) from None
+    return name
 
 
 def _bool(payload: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -64,17 +84,19 @@ class EmbeddingPredictAdapter(ServingAdapter):
     """POST /predict: {"inputs": text | [text], "parameters": {"normalize": bool}} -> vectors."""
 
     summary = "Sentence vectors"
-    parameters = {"normalize": "L2-normalise the vectors (default true)"}
+    parameters = {"normalize": "L2-normalise the vectors (default true)",
+                  "prompt_name": "one of the model's prompts (config.json `prompts`) to put before each text"}
     output_description = "one vector (a list of floats) per text"
 
     def check_params(self, params: dict[str, Any], served: Any) -> None:
         _bool(params, "normalize", True)
+        _prompt_name(params, served)
 
     def cost(self, item: Any, params: dict[str, Any], max_length: int) -> tuple[int, int]:
         return _text_cost(item, False, max_length)
 
     def call_key(self, params: dict[str, Any]) -> tuple:
-        return (("normalize", params.get("normalize", True)),)
+        return (("normalize", params.get("normalize", True)), ("prompt_name", params.get("prompt_name")))
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
         return list(_encode(served, items, **dict(key))[0])
@@ -91,19 +113,22 @@ class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
 
     summary = "Sentence vectors (text-embeddings-inference's /embed)"
     output_description = "one vector per input, always a list of vectors"
-    body_fields = ("inputs", "normalize", "truncate")
+    body_fields = ("inputs", "normalize", "truncate", "prompt_name")
 
     def parse_body(self, payload: Mapping[str, Any], served: Any, limits: Limits) -> Parsed:
         extra = [k for k in payload if k not in self.body_fields]
         if extra:
-            raise RequestError(422, f"unknown field {extra[0]!r}; /embed takes inputs, normalize and truncate")
+            raise RequestError(422, f"unknown field {extra[0]!r}; /embed takes inputs, normalize, truncate "
+                               "and prompt_name")
         if "inputs" not in payload:
             raise RequestError(422, "the body lacks \"inputs\"")
         normalize, truncate = _bool(payload, "normalize", True), _bool(payload, "truncate", False)
+        prompt_name = _prompt_name(payload, served)
         raw, single = as_list(payload["inputs"], "inputs", limits)
         items = [check_text(x, "inputs" if single else f"inputs[{i}]", limits) for i, x in enumerate(raw)]
         costs = [_text_cost(t, truncate, served.max_length) for t in items]
-        return Parsed(items, single, {}, (("normalize", normalize), ("truncate", truncate)),
+        return Parsed(items, single, {}, (("normalize", normalize), ("truncate", truncate),
+                                          ("prompt_name", prompt_name)),
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
 
     def respond(self, shaped: list[Any], parsed: Parsed) -> Any:
@@ -112,7 +137,8 @@ class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
     def request_schema(self) -> dict[str, Any]:
         return {"type": "object", "required": ["inputs"], "additionalProperties": False,
                 "properties": {"inputs": _TEXTS, "normalize": {"type": "boolean", "default": True},
-                               "truncate": {"type": "boolean", "default": False}}}
+                               "truncate": {"type": "boolean", "default": False},
+                               "prompt_name": {"type": "string"}}}
 
     def response_schema(self) -> dict[str, Any]:
         return {"type": "array", "items": _VECTOR}
