@@ -10,6 +10,11 @@ EPILOG = """examples:
   nlp prune-vocab runs/sentiment-reviews --out runs/s-small --corpus my_reviews.txt --min-count 2
   nlp export runs/sentiment-small --out export/small-s8 --quantize int8-static --calibration reviews-zh
 
+  # a multilingual model's XLM-R vocabulary (250,002 pieces) cut to what Chinese text uses: the
+  # offline pretraining corpus plus the embedding tasks' training splits
+  nlp prune-vocab runs/multilingual-e5-small --task feature-extraction --out runs/e5-small-zh \
+      --pretraining-corpus --data inews-titles --data xinhua-idioms --split train
+
 DIR is a normal model directory (config.json with the new vocab_size, model.safetensors,
 vocab.txt and tokenizer.json with the kept tokens in their old order): nlp and transformers load
 it. On the texts given the pruned tokenizer gives the same tokens (checked before DIR is written),
@@ -23,12 +28,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory")
     p.add_argument("--out", required=True, metavar="DIR", help="the new model directory (must not exist)")
-    p.add_argument("--data", default="train",
-                   help="whose texts: a split of the run's own data (default train), a dataset name or a file")
+    p.add_argument("--data", action="append", default=None,
+                   help="whose texts: a split of the run's own data (default train), a dataset name or a file "
+                        "(repeatable)")
     p.add_argument("--split", action="append", default=None,
                    help="splits of --data to read (repeatable; default: train and dev)")
     p.add_argument("--corpus", action="append", default=[], metavar="FILE",
                    help="also keep the tokens of this UTF-8 text file, one text a line (repeatable)")
+    p.add_argument("--pretraining-corpus", action="store_true",
+                   help="also keep the tokens of the offline pretraining corpus (nlp/train/corpus.py: People's "
+                        "Daily, the novel, reviews, the Xinhua dictionary, MSRA and inews train texts)")
     p.add_argument("--min-count", type=int, default=1, help="keep tokens seen at least this often (default 1)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.set_defaults(func=run)
@@ -44,11 +53,18 @@ def run(args: argparse.Namespace) -> int:
 
     texts: list[str] = []
     splits = args.split or ["train", "dev"]
-    for split in splits:
-        data = split if args.data == "train" and split in ("train", "dev", "test") else args.data
-        scoring, _ = scoring_split(args.model, data, split=split, task=args.task)
-        texts += scoring.spec.training_texts(scoring.examples)
-        print(f"read {len(scoring.examples)} examples of {scoring.data} {scoring.split}", file=sys.stderr)
+    for source in args.data or ["train"]:
+        for split in splits:
+            data = split if source == "train" and split in ("train", "dev", "test") else source
+            scoring, _ = scoring_split(args.model, data, split=split, task=args.task)
+            texts += scoring.spec.training_texts(scoring.examples)
+            print(f"read {len(scoring.examples)} examples of {scoring.data} {scoring.split}", file=sys.stderr)
+    if args.pretraining_corpus:
+        from nlp.train.corpus import build_corpus
+
+        for source, documents in build_corpus().items():
+            texts += documents
+            print(f"read {len(documents)} documents of the pretraining corpus's {source}", file=sys.stderr)
     for corpus in args.corpus:
         path = Path(corpus).expanduser()
         if not path.is_file():

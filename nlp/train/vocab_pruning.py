@@ -13,6 +13,14 @@ kept pieces there, and no longer piece is added), so the pruned model's outputs 
 original's exactly; this is checked on the texts before anything is written. Other text may
 meet a token that was dropped: it becomes [UNK] (pass a corpus of the text the model will see,
 `min_count` 1, to keep what matters).
+
+An XLM-R unigram tokenizer (tokenizer.json, nlp/tokenizer/unigram.py) is rebuilt from the kept
+pieces with their scores, in their old order, under the same normaliser and pre-tokenizer. The
+Viterbi search then picks the same pieces on the texts (its best path is made of kept pieces, and
+dropping other pieces only removes paths that scored no better), provided the unknown piece's
+score stays put: tokenizers scores it 10 below the lowest piece, so the lowest-scored piece is
+kept too. A model whose embedding has more rows than its tokenizer has pieces (multilingual-e5-
+small: 250,037 rows for 250,002 pieces) loses the rows no piece can reach.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import torch
 from nlp._common import ConfigError, current_umask
 from nlp.models import PreTrainedEncoder
 from nlp.tasks.model_dirs import locate_model
-from nlp.tokenizer import Tokenizer, load_tokenizer
+from nlp.tokenizer import Tokenizer, UnigramTokenizer, load_tokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
 
 __all__ = ["VocabPruneResult", "prune_vocabulary", "prune_model_vocab", "token_counts", "stored_dtype"]
@@ -79,10 +87,23 @@ def prune_model_vocab(model: PreTrainedEncoder, keep: Sequence[int]) -> PreTrain
     return pruned
 
 
-def _pruned_tokenizer(tokenizer: Tokenizer, keep: Sequence[int]) -> WordPieceTokenizer:
+def _kept_ids(tokenizer: Tokenizer, counts: Counter, vocab_size: int, min_count: int) -> list[int]:
+    """The token ids to keep, ascending: the special ones, those seen `min_count` times, and for a
+    unigram tokenizer its lowest-scored piece (which sets the unknown piece's score)."""
+    keep = {i for i in tokenizer.all_special_ids}
+    keep |= {i for i, n in counts.items() if n >= min_count}
+    if isinstance(tokenizer, UnigramTokenizer):
+        scores = [s for _, s in tokenizer.pieces()]
+        keep.add(min(range(len(scores)), key=scores.__getitem__))
+    return sorted(i for i in keep if i < min(vocab_size, tokenizer.vocab_size))
+
+
+def _pruned_tokenizer(tokenizer: Tokenizer, keep: Sequence[int]) -> Tokenizer:
+    if isinstance(tokenizer, UnigramTokenizer):
+        return _pruned_unigram(tokenizer, keep)
     if not isinstance(tokenizer, WordPieceTokenizer):
-        raise ConfigError(f"vocabulary pruning rewrites WordPiece vocabularies (vocab.txt, tokenizer.json); this "
-                          f"model's tokenizer is a {type(tokenizer).__name__}")
+        raise ConfigError(f"vocabulary pruning rewrites WordPiece and unigram vocabularies (vocab.txt, "
+                          f"tokenizer.json); this model's tokenizer is a {type(tokenizer).__name__}")
     inverse = {i: t for t, i in tokenizer.get_vocab().items()}
     vocab = {inverse[old]: new for new, old in enumerate(keep)}
     return WordPieceTokenizer(vocab, do_lower_case=tokenizer.do_lower_case, strip_accents=tokenizer.strip_accents,
@@ -90,6 +111,28 @@ def _pruned_tokenizer(tokenizer: Tokenizer, keep: Sequence[int]) -> WordPieceTok
                               model_max_length=tokenizer.model_max_length
                               if tokenizer.model_max_length < 10**12 else None,
                               **tokenizer.special_tokens_map)
+
+
+def _pruned_unigram(tokenizer: UnigramTokenizer, keep: Sequence[int]) -> UnigramTokenizer:
+    """The same tokenizer.json with the unigram model's vocabulary cut to `keep` (scores kept)."""
+    import json
+
+    import tokenizers
+
+    data = json.loads(tokenizer.backend_tokenizer.to_str())
+    pieces = data["model"]["vocab"]
+    unk = data["model"]["unk_id"]
+    if unk not in keep:
+        raise ConfigError(f"the unknown piece (id {unk}) must be kept")
+    data["model"]["vocab"] = [pieces[i] for i in keep]
+    data["model"]["unk_id"] = list(keep).index(unk)
+    data["added_tokens"] = []  # the special tokens are added again, at their new ids
+    data["post_processor"] = None
+    data["truncation"] = data["padding"] = None
+    backend = tokenizers.Tokenizer.from_str(json.dumps(data))
+    max_len = tokenizer.model_max_length
+    return UnigramTokenizer(backend, model_max_length=max_len if max_len < 10**12 else None,
+                            **tokenizer.special_tokens_map)
 
 
 def _check_same_tokens(old: Tokenizer, new: Tokenizer, keep: Sequence[int], texts: Sequence[str]) -> None:
@@ -138,8 +181,7 @@ def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str |
     tokenizer = load_tokenizer(where.model_dir)
     model = where.spec.head.from_pretrained(where.model_dir).eval()
     counts = token_counts(tokenizer, texts)
-    special = set(tokenizer.all_special_ids)
-    keep = sorted(i for i in range(model.config.vocab_size) if i in special or counts.get(i, 0) >= min_count)
+    keep = _kept_ids(tokenizer, counts, model.config.vocab_size, min_count)
     new_tok = _pruned_tokenizer(tokenizer, keep)
     _check_same_tokens(tokenizer, new_tok, keep, texts)
     pruned = prune_model_vocab(model, keep).to(stored_dtype(where.model_dir / "model.safetensors"))
