@@ -7,10 +7,9 @@ Layout of one checkpoint, OUTPUT_DIR/checkpoints/step-00000120/:
   rng_state_rank{r}.pt     python / numpy / torch / cuda RNG states of process r
   trainer_state.json       step, epoch, position inside the epoch, best metric, ... (written
                            last: a directory without it is not a checkpoint)
-With train.distributed.strategy fsdp, `sharded/` replaces model.safetensors and optimizer.pt:
-every process writes its own shards of both (nlp.train.dcp_checkpoint); with deepspeed,
-`deepspeed/` does (the engine's own checkpoint, every process writing its partitions,
-nlp.train.zero).
+A distributed strategy other than plain data-parallel writes its own model and optimizer state
+in place of model.safetensors and optimizer.pt (nlp.train.strategies: every process writing its
+shards or partitions, in a directory that marks the strategy's format).
 
 Why atomic: everything is written into checkpoints/.tmp-step-00000120 and renamed into place
 only when complete, so a crash (or a second Ctrl-C) while saving leaves the previous
@@ -33,11 +32,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import safetensors.torch
+import safetensors.torch  # noqa: F401  (the tests fail writes through it: nlp.train.checkpoint.safetensors)
 import torch
 
 from nlp._common import ConfigError, atomic_write
-from nlp.train import dcp_checkpoint, zero
+from nlp.train.strategies import Strategy, format_of
 from nlp.train.errors import CheckpointWriteError
 from nlp.train.run_dir import describe_os_error
 
@@ -114,22 +113,19 @@ def _load(path: Path) -> Any:
 class CheckpointManager:
     """Save / find / load / rotate the checkpoints of one run directory.
 
-    In data-parallel runs every process calls `save` (each writes its own RNG state); the
-    main process writes the rest and renames. `barrier` is the accelerator's wait_for_everyone;
-    `agree(flag)` is true on every process when it is true on any (default: one process), so
-    that a failed write stops every process, not only the one that failed. `strategy`
-    (train.distributed.strategy): with fsdp, model and optimizer state go through
-    torch.distributed.checkpoint, every process writing its shards; with deepspeed, through the
-    DeepSpeed engine (passed as `model`; `optimizer` is then unused), every process writing its
-    partitions. `world_size`: the processes of this run (a deepspeed checkpoint loads on as many).
+    Every process calls `save`: each writes its own RNG state and its part of the model and
+    optimizer state (the run's `strategy` decides what that part is); the main process writes
+    the rest and renames. `barrier` is the accelerator's wait_for_everyone; `agree(flag)` is
+    true on every process when it is true on any (default: one process), so that a failed
+    write stops every process, not only the one that failed. `strategy` is None for a manager
+    that only lists checkpoints.
     """
 
     def __init__(self, root: Path, *, is_main: bool, rank: int, barrier: Callable[[], None],
-                 agree: Callable[[bool], bool] | None = None, strategy: str = "ddp", world_size: int = 1):
+                 agree: Callable[[bool], bool] | None = None, strategy: Strategy | None = None):
         self.root, self.is_main, self.rank, self.barrier = Path(root), is_main, rank, barrier
         self.agree = agree or (lambda flag: flag)
-        self.strategy, self.world_size = strategy, world_size
-        self.sharded = strategy != "ddp"  # model and optimizer state written by every process
+        self.strategy = strategy
 
     def list(self) -> list[Path]:
         """Complete checkpoints, oldest first."""
@@ -150,10 +146,7 @@ class CheckpointManager:
         self,
         state: TrainerState,
         *,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
         scheduler: Any,
-        scaler: Any = None,
         keep_last: int,
     ) -> Path:
         final = self.root / f"step-{state.step:08d}"
@@ -163,10 +156,10 @@ class CheckpointManager:
             failure = self._attempt(self._prepare, tmp) if self.is_main else None
             if not self.agree(failure is not None):
                 failure = self._attempt(torch.save, capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
-            if self.sharded and not self.agree(failure is not None):  # a collective: every process
-                failure = self._attempt(self._save_sharded, tmp, model, optimizer)
+            if not self.agree(failure is not None):  # may be a collective: every process
+                failure = self._attempt(self.strategy.save, tmp)
             if not self.agree(failure is not None) and self.is_main:
-                failure = self._attempt(self._complete, tmp, final, state, model, optimizer, scheduler, scaler)
+                failure = self._attempt(self._complete, tmp, final, state, scheduler)
             if self.agree(failure is not None):
                 raise self._write_error(final, previous, failure)
         except BaseException:  # the temp directory goes; earlier checkpoints stay
@@ -189,19 +182,13 @@ class CheckpointManager:
             return err
         return None
 
-    def _save_sharded(self, tmp: Path, model: Any, optimizer: torch.optim.Optimizer) -> None:
-        if self.strategy == "deepspeed":
-            zero.save(tmp, model)
-        else:
-            dcp_checkpoint.save_sharded(tmp / dcp_checkpoint.SHARDED_DIR, model, optimizer)
-
     def _prepare(self, tmp: Path) -> None:
         if tmp.exists():  # left by a crash in an earlier session
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
 
-    def _complete(self, tmp: Path, final: Path, state, model, optimizer, scheduler, scaler) -> None:
-        self._write_main_files(tmp, state, model, optimizer, scheduler, scaler)
+    def _complete(self, tmp: Path, final: Path, state: TrainerState, scheduler: Any) -> None:
+        self._write_main_files(tmp, state, scheduler)
         if final.exists():  # the same step saved again (e.g. eval, then interrupt)
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -226,14 +213,7 @@ class CheckpointManager:
         err.__cause__ = failure
         return err
 
-    def _write_main_files(self, tmp, state, model, optimizer, scheduler, scaler) -> None:
-        if not self.sharded:  # sharded: every process has written its part (save)
-            # save_model (not save_file) de-duplicates tied weights, e.g. MLM decoder/embeddings.
-            safetensors.torch.save_model(model, str(tmp / "model.safetensors"))
-            opt = {"optimizer": optimizer.state_dict()}
-            if scaler is not None:
-                opt["scaler"] = scaler.state_dict()
-            torch.save(opt, tmp / "optimizer.pt")
+    def _write_main_files(self, tmp: Path, state: TrainerState, scheduler: Any) -> None:
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
         with atomic_write(tmp / STATE_FILE, "w", encoding="utf-8") as f:
             json.dump(asdict(state) | {"checkpoint": tmp.name.removeprefix(".tmp-")}, f, indent=2)
@@ -246,17 +226,10 @@ class CheckpointManager:
                 shutil.rmtree(p, ignore_errors=True)
                 logger.debug("removed old checkpoint %s", p)
 
-    def load(
-        self,
-        path: Path,
-        *,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-        scheduler: Any,
-        scaler: Any = None,
-    ) -> tuple[TrainerState, dict[str, Any] | None]:
-        """Load everything but the RNG states into the given objects; return the trainer state
-        and this process's RNG state (restore it last, right before training goes on)."""
+    def load(self, path: Path, *, scheduler: Any) -> tuple[TrainerState, dict[str, Any] | None]:
+        """Load everything but the RNG states (the model and optimizer state through the
+        strategy, the schedule); return the trainer state and this process's RNG state (restore
+        it last, right before training goes on)."""
         path = Path(path)
         if not (path / STATE_FILE).is_file():
             raise ConfigError(
@@ -265,58 +238,26 @@ class CheckpointManager:
             )
         state = TrainerState.from_json((path / STATE_FILE).read_text(encoding="utf-8"))
         self._check_format(path)
-        if self.strategy == "deepspeed":
-            zero.check_world_size(path, state.world_size, self.world_size)
-            zero.load(path, model)
-            return state, self._load_schedule_and_rng(path, scheduler)
-        if self.sharded:
-            dcp_checkpoint.load_sharded(path / dcp_checkpoint.SHARDED_DIR, model, optimizer)
-            return state, self._load_schedule_and_rng(path, scheduler)
-        missing, unexpected = safetensors.torch.load_model(model, str(path / "model.safetensors"), strict=False)
-        if missing or unexpected:
-            raise ConfigError(
-                f"checkpoint {path} does not fit this model: missing {sorted(missing)[:5]}, "
-                f"unexpected {sorted(unexpected)[:5]}. Was it written by a different model?"
-            )
-        opt = _load(path / "optimizer.pt")
-        optimizer.load_state_dict(opt["optimizer"])
-        if scaler is not None and "scaler" in opt:
-            scaler.load_state_dict(opt["scaler"])
-        return state, self._load_schedule_and_rng(path, scheduler)
-
-    def _load_schedule_and_rng(self, path: Path, scheduler: Any) -> dict[str, Any] | None:
+        self.strategy.load(path, saved_world_size=state.world_size)
         scheduler.load_state_dict(_load(path / "scheduler.pt"))
         rng_file = path / f"rng_state_rank{self.rank}.pt"
-        return _load(rng_file) if rng_file.is_file() else None
+        return state, _load(rng_file) if rng_file.is_file() else None
 
-    def load_model(self, path: Path, model: torch.nn.Module) -> None:
+    def load_model(self, path: Path) -> None:
         """Only the model's weights (the best checkpoint's, at the end of a run); every process
         calls it."""
-        self._check_format(path)
-        if self.strategy == "deepspeed":
-            zero.load_model(Path(path), model)
-        elif self.sharded:
-            dcp_checkpoint.load_sharded_model(Path(path) / dcp_checkpoint.SHARDED_DIR, model)
-        else:
-            safetensors.torch.load_model(model, str(Path(path) / "model.safetensors"))
+        self._check_format(Path(path))
+        self.strategy.load_model(Path(path))
 
     def _check_format(self, path: Path) -> None:
-        written_by, holds = _strategy_of(path)
-        if written_by != self.strategy:
+        written_by, holds = format_of(path)
+        if written_by != self.strategy.name:
+            found = f"train.distributed.strategy={written_by} ({holds})" if written_by else "no known strategy"
             raise ConfigError(
-                f"checkpoint {path} was written by train.distributed.strategy={written_by} ({holds}); "
-                f"this run has strategy={self.strategy}. Resume it with "
-                f"train.distributed.strategy={written_by}, or start a new output_dir"
+                f"checkpoint {path} was written by {found}; this run has "
+                f"strategy={self.strategy.name}. Resume it with "
+                f"train.distributed.strategy={written_by or 'THE_ONE_THAT_WROTE_IT'}, or start a new output_dir"
             )
-
-
-def _strategy_of(checkpoint: Path) -> tuple[str, str]:
-    """The strategy whose format a checkpoint holds, and the file or directory that shows it."""
-    if dcp_checkpoint.is_sharded_checkpoint(checkpoint):
-        return "fsdp", f"{dcp_checkpoint.SHARDED_DIR}/"
-    if zero.is_zero_checkpoint(checkpoint):
-        return "deepspeed", f"{zero.ZERO_DIR}/"
-    return "ddp", "model.safetensors"
 
 
 def _fsync_dir(path: Path) -> None:

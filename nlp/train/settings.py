@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Literal
 
+from nlp._common import did_you_mean
 from nlp.train.schema import Problem, Settings, apply_overrides, from_dict, parse_overrides, to_dict
 
 __all__ = [
@@ -179,9 +180,17 @@ class DistributedSettings(Settings):
     one unit per encoder layer), checkpoints too (torch.distributed.checkpoint): for models whose
     training state does not fit one device. Same losses as ddp; more communication.
     deepspeed: DeepSpeed ZeRO (nlp.train.zero, an optional install), stage 2 (gradients and
-    optimizer state split, parameters whole) or 3 (parameters split too), its own checkpoints."""
+    optimizer state split, parameters whole) or 3 (parameters split too), its own checkpoints.
+    Each is one module of nlp.train.strategies; a strategy from outside the package registers
+    there (nlp.train.strategies.register_strategy)."""
 
-    strategy: Literal["ddp", "fsdp", "deepspeed"] = "ddp"
+    strategy: str = "ddp"  # a name in nlp.train.strategies' registry
+    # How long a collective (an all-reduce, a barrier, a checkpoint's gather) waits for the
+    # slowest process before the run ends with an error naming the process that did not come:
+    # a hung process (stopped, deadlocked, on a dead node) must not hold the others forever.
+    # Above the longest thing one process does alone while the others wait at a barrier (the main
+    # process writing the final model or a checkpoint); torch's own default is 30 minutes (gloo).
+    timeout_s: float = 600.0
     # fsdp: free each layer's gathered parameters after its forward (gather them again for the
     # backward): less memory, one more all-gather per layer and step
     reshard_after_forward: bool = True
@@ -192,6 +201,14 @@ class DistributedSettings(Settings):
     zero_stage: int | None = None
 
     def problems(self) -> Iterator[Problem]:
+        from nlp.train.strategies import strategy_names  # the registry (imports no strategy)
+
+        names = strategy_names()
+        if self.strategy not in names:
+            yield Problem("strategy", f"strategy {self.strategy!r} is not one of {', '.join(map(repr, names))}."
+                                      f"{did_you_mean(self.strategy, names)}")
+        if not self.timeout_s > 0:
+            yield Problem("timeout_s", f"timeout_s must be > 0 seconds, got {self.timeout_s}")
         if self.zero_stage is not None and self.strategy != "deepspeed":
             yield Problem("zero_stage", f"zero_stage={self.zero_stage} applies to strategy=deepspeed only "
                                         f"(strategy is {self.strategy!r}); set strategy=deepspeed, or "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import json
 import logging
 import math
@@ -41,7 +40,6 @@ from nlp.tokenizer.samplers import (
     PackedBatchSampler,
     skip_batches,
 )
-from nlp.train import zero
 from nlp.train.checkpoint import CheckpointManager, TrainerState, restore_rng
 from nlp.train.errors import TrainingError, TrainingInterrupted
 from nlp.train.evaluation import EvalPrediction, default_preprocess, predict_loop
@@ -49,8 +47,8 @@ from nlp.train.optim import build_optimizer, build_scheduler
 from nlp.train.precision import check_distributed_backend, limit_onednn_cache, resolve_mixed_precision
 from nlp.train.run_dir import check_output_dir, claim_output_dir, leftovers_of_a_dead_run
 from nlp.train.settings import TrainSettings, to_dict
-from nlp.train.sharding import check_strategy, clip_grad_norm, full_model_state, is_sharded, local_tensor, shard_model
 from nlp.train.signals import stop_on_signals
+from nlp.train.strategies import build_strategy, check_launcher
 from nlp.train.tracking import LogWindow, RunLog, peak_memory_mb, write_plots, write_summary
 
 __all__ = ["Trainer", "TrainResult", "count_loss_units"]
@@ -127,11 +125,8 @@ class Trainer:
         check_output_dir(self.output_dir)
         self.accelerator = _make_accelerator(settings)
         _check_global_batch(settings, self.accelerator.num_processes)
-        d = settings.distributed
-        check_strategy(d.strategy, precision=self.accelerator.mixed_precision, cpu_offload=d.cpu_offload,
-                       device=self.accelerator.device)
-        if d.strategy == "deepspeed":
-            zero.check_zero(precision=self.accelerator.mixed_precision)
+        # how the loop runs over processes (nlp.train.strategies): the loop never asks which
+        self.strategy = build_strategy(settings, self.accelerator)
         if settings.gradient_checkpointing:
             _enable_gradient_checkpointing(model)
         self.model = model
@@ -156,8 +151,7 @@ class Trainer:
             rank=self.accelerator.process_index,
             barrier=self.accelerator.wait_for_everyone,
             agree=self._agree,
-            strategy=settings.distributed.strategy,
-            world_size=self.accelerator.num_processes,
+            strategy=self.strategy,
         )
         self._stop_signal: int | None = None
         self._stop_requested = False
@@ -198,15 +192,19 @@ class Trainer:
 
     @contextlib.contextmanager
     def _engine_ended_on_error(self) -> Iterator[None]:
-        """A run that fails (a refused output directory, a diverged loss) ends its DeepSpeed engine,
-        and with it the one-process group and LOCAL_RANK a one-process run set up (nlp.train.zero);
-        a finished or interrupted run has ended it already."""
+        """A run that fails (a refused output directory, a diverged loss) lets its strategy free
+        what must not outlive it (an engine, a process group made for a one-process run); a
+        finished or interrupted run has ended it already."""
         try:
             yield
         except BaseException:
-            if zero.is_engine(self._model):
-                zero.end(self._model)
+            self.strategy.abort()
             raise
+
+    @property
+    def _model(self) -> Any:
+        """The model the loop calls: whatever the strategy made of it (a wrapper, shards, an engine)."""
+        return self.strategy.model
 
     def _epoch_steps(self, state: TrainerState) -> Iterator[tuple[int, Iterator[dict]]]:
         """Yield (number of micro-batches, their iterator) per optimizer step of this epoch,
@@ -240,16 +238,16 @@ class Trainer:
         total, tokens = torch.zeros((), device=acc.device), 0
         for i, batch in enumerate(micro):
             # Gradients are all-reduced only on the last micro-batch of the step.
-            with self._no_sync() if i < n - 1 else contextlib.nullcontext():
+            with self.strategy.no_sync() if i < n - 1 else contextlib.nullcontext():
                 loss = _loss_of(model(**batch))
                 if weights is not None:
                     loss = loss * weights[i]
-                self._backward(loss / n)
+                self.strategy.backward(loss / n)
             total += loss.detach().float()
             tokens += _count_tokens(batch)
         loss = total / n
         if self._agree(not bool(torch.isfinite(loss))):
-            self._drop_gradients()
+            self.strategy.drop_gradients()
             state.nonfinite_streak += 1
             logger.warning(
                 "step %d: loss is %s; skipped the update (%d in a row, stopping at %d)",
@@ -263,52 +261,8 @@ class Trainer:
                 )
             return float("nan"), tokens, None
         state.nonfinite_streak = 0
-        return loss.item(), tokens, self._optimizer_step()
-
-    def _no_sync(self) -> contextlib.AbstractContextManager:
-        """Accumulate without reducing (DDP); ZeRO reduces every micro-batch into its partitions."""
-        if zero.is_engine(self._model):
-            return contextlib.nullcontext()
-        return self.accelerator.no_sync(self._model)
-
-    def _backward(self, loss: torch.Tensor) -> None:
-        if zero.is_engine(self._model):
-            zero.backward(self._model, loss)
-        else:
-            self.accelerator.backward(loss)
-
-    def _optimizer_step(self) -> float | None:
-        """Clip, update, schedule; returns the gradient norm before clipping (None unless clipping)."""
-        acc, model, max_norm = self.accelerator, self._model, self.settings.optim.max_grad_norm
-        if zero.is_engine(model):  # the engine clips, steps and schedules
-            _, grad_norm = zero.step(model)
-            return grad_norm if max_norm is not None else None
-        grad_norm = None
-        if max_norm is not None and is_sharded(model):
-            grad_norm = clip_grad_norm(model.parameters(), max_norm)
-        elif max_norm is not None:
-            grad_norm = float(acc.clip_grad_norm_(model.parameters(), max_norm))
-        scaler = acc.scaler  # fp16 only
-        scale = scaler.get_scale() if scaler is not None else None
-        self.optimizer.step()
-        # the fp16 loss scaler found inf gradients: no update, and it lowers its scale. accelerate's
-        # flag misses the skips a fused optimizer makes itself (AdamW's fused CUDA kernel): the scale tells
-        skipped = acc.optimizer_step_was_skipped or (scaler is not None and scaler.get_scale() < scale)
-        if not skipped:
-            self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return grad_norm
-
-    def _drop_gradients(self) -> None:
-        """Forget this step's gradients without an update (a non-finite loss)."""
-        if not zero.is_engine(self._model):
-            self.optimizer.zero_grad(set_to_none=True)
-            return
-        # DeepSpeed's step finds the non-finite gradient norm, drops the gradients and skips the
-        # update and the schedule (nlp.train.zero: the norm is always computed)
-        applied, norm = zero.step(self._model)
-        if applied:
-            logger.warning("DeepSpeed applied a step whose loss was not finite (gradient norm %s)", norm)
+        _, grad_norm = self.strategy.step(self.settings.optim.max_grad_norm)  # clip, update, schedule
+        return loss.item(), tokens, grad_norm
 
     def _loss_weights(self, micro: list[Mapping[str, Any]]) -> list[float] | None:
         """Per micro-batch: the number of processes times this process's share of the global
@@ -358,8 +312,7 @@ class Trainer:
             preprocess=self.preprocess_logits,
             label_keys=self.label_keys,
             num_workers=s.num_workers,
-            # every forward is a collective there (ZeRO-3; ZeRO-2 for one code path)
-            equal_batches=is_sharded(self._model) or zero.is_engine(self._model),
+            equal_batches=self.strategy.forward_is_collective(),
         )
 
     def request_stop(self) -> None:
@@ -374,8 +327,7 @@ class Trainer:
         saved before is replaced. Main process only; the others wait (a sharded model is first
         gathered into the main process's CPU memory, every process taking part)."""
         directory = Path(directory)
-        model = self.accelerator.unwrap_model(self._model)
-        full = self._full_model_state(model)
+        model, full = self.strategy.final_model(), self.strategy.full_state()
         if self.accelerator.is_main_process:
             with _directory_written_whole(directory) as tmp:
                 _save_weights(model, tmp, full)
@@ -383,17 +335,6 @@ class Trainer:
                     extra.save_pretrained(tmp)
         self.accelerator.wait_for_everyone()
         return directory
-
-    def _full_model_state(self, model: torch.nn.Module) -> dict[str, torch.Tensor] | None:
-        """A sharded model's whole state dict on the main process (every process takes part);
-        None for a model that is whole here."""
-        if zero.is_engine(self._model):
-            return zero.full_model_state(self._model, is_main=self.accelerator.is_main_process)
-        return full_model_state(model) if is_sharded(model) else None
-
-    def _checkpointed(self) -> Any:
-        """What the checkpoints save and load: the model, or the DeepSpeed engine."""
-        return self._model if zero.is_engine(self._model) else self.accelerator.unwrap_model(self._model)
 
     # ------------------------------------------------------------------ set-up
 
@@ -415,38 +356,17 @@ class Trainer:
         return sampler
 
     def _set_up_optimization(self, model: torch.nn.Module) -> None:
-        """Steps, optimizer and schedule; the model and optimizer wrapped by accelerate, or, with
-        strategy=fsdp on several processes, the model sharded (nlp.train.sharding) and the
-        optimizer built on its shards."""
-        s, acc = self.settings, self.accelerator
+        """Steps, then the model handed to the strategy, which wraps or shards it and builds the
+        optimizer and schedule on what it made of it."""
+        s = self.settings
         self.steps_per_epoch = math.ceil(len(self.sampler) / s.grad_accum_steps)
         self.total_steps = s.max_steps or math.ceil(s.epochs * self.steps_per_epoch)
-        self._mesh = None
-        if s.distributed.strategy == "deepspeed":
-            self._set_up_zero(model)
-            return
-        if s.distributed.strategy == "fsdp" and acc.num_processes > 1:
-            model, self._mesh = shard_model(model.to(acc.device), precision=acc.mixed_precision,
-                                            reshard_after_forward=s.distributed.reshard_after_forward,
-                                            cpu_offload=s.distributed.cpu_offload)
-        optimizer = build_optimizer(model, s.optim)
-        self.scheduler = build_scheduler(optimizer, s.schedule, self.total_steps)
-        if self._mesh is not None:  # accelerate would wrap the sharded model in DDP
-            self._model, self.optimizer = model, acc.prepare(optimizer)
-        else:
-            self._model, self.optimizer = acc.prepare(model, optimizer)
 
-    def _set_up_zero(self, model: torch.nn.Module) -> None:
-        """Our AdamW and schedule on the model, handed to a DeepSpeed engine (nlp.train.zero)."""
-        s, acc = self.settings, self.accelerator
-        model = model.to(acc.device)
-        self.optimizer = build_optimizer(model, s.optim)
-        self.scheduler = build_scheduler(self.optimizer, s.schedule, self.total_steps)
-        self._model = zero.initialize(
-            model, self.optimizer, self.scheduler, stage=s.distributed.stage, precision=acc.mixed_precision,
-            max_grad_norm=s.optim.max_grad_norm,
-            micro_batch_per_process=max(1, s.data.batch_size // acc.num_processes),
-        )
+        def make_optimizer(m: torch.nn.Module) -> tuple[torch.optim.Optimizer, Any]:
+            optimizer = build_optimizer(m, s.optim)
+            return optimizer, build_scheduler(optimizer, s.schedule, self.total_steps)
+
+        _, self.optimizer, self.scheduler = self.strategy.prepare(model, make_optimizer)
 
     def _begin(self) -> TrainerState:
         """Apply the output-directory policy: resume its last checkpoint, or start fresh in an
@@ -478,13 +398,7 @@ class Trainer:
     def _resume(self, checkpoint: Path) -> TrainerState:
         s, acc = self.settings, self.accelerator
         self._warn_changed_settings()
-        state, rng = self.checkpoints.load(
-            checkpoint,
-            model=self._checkpointed(),
-            optimizer=self._bare_optimizer(),
-            scheduler=self.scheduler,
-            scaler=acc.scaler,
-        )
+        state, rng = self.checkpoints.load(checkpoint, scheduler=self.scheduler)
         if state.world_size != acc.num_processes or rng is None:
             logger.warning(
                 "resuming a run saved with %d processes on %d: the data order is kept, but "
@@ -560,9 +474,6 @@ class Trainer:
     def _to_device(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         device = self.accelerator.device
         return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-    def _bare_optimizer(self) -> torch.optim.Optimizer:
-        return self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
 
     def _agree(self, flag: bool) -> bool:
         """True on every process when `flag` is true on any (a skipped step or a stop request
@@ -649,43 +560,15 @@ class Trainer:
         return False
 
     def _save(self, state: TrainerState) -> Path:
-        acc = self.accelerator
         w = self._window
         loss_sum, n, tok = self._sum_over_processes([w.loss_sum, float(w.loss_steps), float(w.tokens)])
         state.log_window = LogWindow(loss_sum, int(n), int(tok)).to_state(w.seconds())
-        path = self.checkpoints.save(
-            state,
-            model=self._checkpointed(),
-            optimizer=self._bare_optimizer(),
-            scheduler=self.scheduler,
-            scaler=acc.scaler,
-            keep_last=self.settings.checkpoint.keep_last,
-        )
+        path = self.checkpoints.save(state, scheduler=self.scheduler, keep_last=self.settings.checkpoint.keep_last)
         self._last_saved_step = state.step
         return path
 
     def _end_process_group(self) -> None:
-        """Drop what holds the process group, meet every process, then end the group.
-
-        Seen as an intermittent SIGABRT ("terminate called without an active exception") of a
-        data-parallel CPU run that had finished its work: a gloo group freed during interpreter
-        shutdown (its threads still running), or torn down while another process was still
-        inside the last collective. So the data-parallel wrapper's reducer, the optimizer (whose
-        state a sharded run keeps as DTensors) and the device mesh are dropped and collected
-        first, every process then meets at a barrier, and the group is destroyed here, not at
-        exit. A sharded model keeps its shards (and the group's handle) while the caller holds
-        it; it is freed whenever that reference goes, after the group is gone."""
-        acc = self.accelerator
-        if zero.is_engine(self._model):  # its hooks, buffers and partitions, before the group goes
-            zero.end(self._model)
-        self._model = acc.unwrap_model(self._model)
-        acc.free_memory()
-        if is_sharded(self._model):  # AdamW's state: DTensor shards on the group's mesh
-            self._bare_optimizer().state.clear()
-        self._mesh = None
-        gc.collect()
-        acc.wait_for_everyone()
-        acc.end_training()
+        self.strategy.end()
 
     def _on_signal(self, signum: int) -> None:
         self._stop_signal = signum
@@ -711,10 +594,9 @@ class Trainer:
             self._save(state)
         best = self.output_dir / "checkpoints" / state.best_checkpoint if state.best_checkpoint else None
         if self.settings.checkpoint.load_best_at_end and best is not None and state.best_step != state.step:
-            self.checkpoints.load_model(best, self._checkpointed())
+            self.checkpoints.load_model(best)
             logger.info("loaded the best model (step %d) from %s", state.best_step, best)
-        broken = _nonfinite_parameters(self._model if zero.is_engine(self._model)
-                                       else self.accelerator.unwrap_model(self._model))
+        broken = self.strategy.nonfinite_parameters()
         if self._agree(bool(broken)):  # a sharded model: each process checks its shards
             self._write_report(state, "failed", started, tokens)
             raise TrainingError(
@@ -821,15 +703,7 @@ def _make_accelerator(s: TrainSettings) -> Accelerator:
         project_dir=s.output_dir,
         step_scheduler_with_optimizer=False,
     )
-    if acc.distributed_type.name in ("FSDP", "DEEPSPEED"):
-        # The sharded paths are train.distributed.strategy=fsdp (torch FSDP2 + DCP checkpoints) and
-        # =deepspeed (nlp.train.zero), not accelerate's plugins, whose states these checkpoints do not save.
-        raise ConfigError(
-            f"accelerate's {acc.distributed_type.name} plugin is not supported by nlp.train; launch "
-            "with plain data-parallel (accelerate launch --multi_gpu) and set "
-            "train.distributed.strategy=fsdp (or =deepspeed with train.distributed.zero_stage=2|3) "
-            "to shard (see docs/training.md)"
-        )
+    check_launcher(acc)
     return acc
 
 
@@ -896,13 +770,6 @@ def _count_tokens(batch: Mapping[str, Any]) -> int:
         return int(mask.sum())
     ids = batch.get("input_ids")
     return int(ids.numel()) if torch.is_tensor(ids) else 0
-
-
-def _nonfinite_parameters(model: Any) -> list[str]:
-    """Names of the parameters whose part held by this process is not finite."""
-    if zero.is_engine(model):
-        return zero.nonfinite_parameters(model)
-    return [name for name, p in model.named_parameters() if not bool(torch.isfinite(local_tensor(p)).all())]
 
 
 def _flat_hparams(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
