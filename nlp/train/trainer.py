@@ -42,6 +42,7 @@ from nlp.tokenizer.samplers import (
 )
 from nlp.train.checkpoint import CheckpointManager, TrainerState, restore_rng
 from nlp.train.errors import TrainingError, TrainingInterrupted
+from nlp.train.liveness import Liveness
 from nlp.train.evaluation import EvalPrediction, default_preprocess, predict_loop
 from nlp.train.optim import build_optimizer, build_scheduler
 from nlp.train.precision import check_distributed_backend, limit_onednn_cache, resolve_mixed_precision
@@ -161,7 +162,7 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
 
     def train(self) -> TrainResult:
-        with self._engine_ended_on_error():
+        with self._ended_on_error():
             state = self._begin()
             self._run_callbacks("on_train_start", state)
             log = self._open_log(state)
@@ -172,6 +173,7 @@ class Trainer:
                     for n_micro, batches in self._epoch_steps(state):
                         loss, tokens, grad_norm = self._train_step(n_micro, batches, state)
                         state.step += 1
+                        self._liveness.step = state.step
                         state.batches_in_epoch += n_micro
                         session_tokens += tokens
                         self._log_step(log, state, loss, grad_norm, tokens)
@@ -191,15 +193,25 @@ class Trainer:
                 return self._finish(state, status, started, session_tokens)
 
     @contextlib.contextmanager
-    def _engine_ended_on_error(self) -> Iterator[None]:
+    def _ended_on_error(self) -> Iterator[None]:
         """A run that fails (a refused output directory, a diverged loss) lets its strategy free
         what must not outlive it (an engine, a process group made for a one-process run); a
-        finished or interrupted run has ended it already."""
+        finished or interrupted run has ended it already. A collective that timed out (another
+        process hangs) becomes a TrainingError naming the process that stopped answering."""
+        acc, timeout = self.accelerator, self.settings.distributed.timeout_s
+        self._liveness = Liveness(acc.process_index, acc.num_processes, interval=min(10.0, max(0.2, timeout / 5)))
+        if acc.num_processes > 1:
+            self._liveness.start()
         try:
             yield
-        except BaseException:
+        except BaseException as err:
             self.strategy.abort()
+            why = self._liveness.explain(err, timeout) if acc.num_processes > 1 else None
+            if why is not None:
+                raise TrainingError(why) from err
             raise
+        finally:
+            self._liveness.stop()
 
     @property
     def _model(self) -> Any:
@@ -568,6 +580,7 @@ class Trainer:
         return path
 
     def _end_process_group(self) -> None:
+        self._liveness.stop()  # it writes into the group's store
         self.strategy.end()
 
     def _on_signal(self, signum: int) -> None:

@@ -4,8 +4,8 @@
 
 The real CLI runs (`nlp.cli.main`), with a callback added to `finetune`:
 - after step 1, each process writes PROBE_DIR/rank{r}.json: per parameter, whether it is a DTensor
-  (fsdp) or a ZeRO-3 partition (deepspeed), its local and global element counts, and the
-  process count;
+  (fsdp) or a ZeRO-3 partition (deepspeed), its local and global element counts, the
+  process count and its pid;
 - --stop-step K: after step K, each process writes PROBE_DIR/stop-rank{r}.json with its pid and
   waits for the test's SIGTERM (which it then handles like any run: save, stop);
 - --hang-at-save K: while checkpoint step K is being saved, after this process has written its
@@ -50,7 +50,7 @@ def main() -> int:
                                      "global": p.numel()}
                               for name, p in trainer._model.named_parameters()}
                 (probes / f"rank{rank}.json").write_text(json.dumps(
-                    {"processes": trainer.accelerator.num_processes, "params": params}))
+                    {"processes": trainer.accelerator.num_processes, "params": params, "pid": os.getpid()}))
             if state.step == args.stop_step:
                 (probes / f"stop-rank{rank}.json").write_text(json.dumps({"pid": os.getpid()}))
                 deadline = time.monotonic() + 120
