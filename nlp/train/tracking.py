@@ -62,6 +62,18 @@ class LogWindow:
         return {"loss_sum": self.loss_sum, "loss_steps": self.loss_steps, "tokens": self.tokens,
                 "seconds": self.seconds() if seconds is None else seconds}
 
+    @staticmethod
+    def resized(state: dict[str, Any], saved_processes: int, processes: int) -> dict[str, Any]:
+        """A saved window (`to_state` of the sums over `saved_processes`, each of which adds every
+        step's loss) for a run that goes on with `processes`: the loss sum and step count scaled,
+        so that a step before the resume weighs as much in the next record as a step after it
+        (the tokens are counted once each, whoever counted them)."""
+        if saved_processes == processes or not state:
+            return state
+        k = processes / saved_processes
+        return {**state, "loss_sum": float(state.get("loss_sum", 0.0)) * k,
+                "loss_steps": round(int(state.get("loss_steps", 0)) * k)}
+
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "LogWindow":
         return cls(float(state.get("loss_sum", 0.0)), int(state.get("loss_steps", 0)),

@@ -420,6 +420,8 @@ class Trainer:
             set_seed(s.seed + state.step)
         else:
             restore_rng(rng)
+        # the log's window was summed over the processes that saved it
+        state.log_window = LogWindow.resized(state.log_window, state.world_size, acc.num_processes)
         state.world_size = acc.num_processes
         logger.info("resumed from %s at step %d (epoch %d)", checkpoint, state.step, state.epoch)
         return state
