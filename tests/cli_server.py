@@ -56,13 +56,13 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def cli_server(target: str, args: Sequence[str] = (), *, env: dict[str, str] | None = None,
-               ready_timeout: float = 300) -> Iterator[str]:
-    """Yield the base URL of `nlp serve TARGET ARGS...` once it is ready."""
+               ready_timeout: float = 300, cwd: str | Path | None = None) -> Iterator[str]:
+    """Yield the base URL of `nlp serve TARGET ARGS...` (run in `cwd`) once it is ready."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "nlp", "serve", target, "--host", "127.0.0.1",
                              "--port", str(port), *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     try:
         deadline = time.monotonic() + ready_timeout
         while True:

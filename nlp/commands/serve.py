@@ -15,6 +15,7 @@ EPILOG = """examples:
   NLP_SERVE_TOKEN=s3cret nlp serve exports/sentiment-int8 --host 0.0.0.0   # bearer token required
   nlp serve runs/cmrc --workers 2                       # two processes, each with its own model
   nlp serve --task ner                                  # no model: the task's shipped default
+  nlp serve runs/ner --no-playground                    # the API only: no page at / or /docs
 
   curl -s localhost:8000/predict -H 'Content-Type: application/json' \\
        -d '{"inputs": ["这家餐厅的服务非常好", "太难吃了"], "parameters": {"top_k": 2}}'
@@ -24,7 +25,8 @@ MODEL is a run directory (train.output_dir), a model directory or an `nlp export
 left out, --task's default model (shipped with the package) is served.
 Requests that arrive together share one batch, up to --max-batch-tokens padded tokens;
 --max-batch-requests 1 turns batching off. A full queue answers 429 (Retry-After), too many or
-too long inputs 413, malformed requests 422. SIGTERM (or Ctrl-C) stops accepting, finishes the
+too long inputs 413, malformed requests 422. A browser at / gets the playground (try the model:
+a text box, the task's options, the result drawn) and at /docs the API's documentation. SIGTERM (or Ctrl-C) stops accepting, finishes the
 requests in flight (at most --drain-timeout seconds) and exits 0. See docs/serving.md.
 """
 
@@ -57,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token", default=os.environ.get(TOKEN_ENV) or None,
                    help="require `Authorization: Bearer TOKEN` on /predict, /info and /metrics (any characters; "
                         f"default: ${TOKEN_ENV}, which, unlike the command line, other users cannot see in ps)")
+    p.add_argument("--no-playground", dest="playground", action="store_false",
+                   help="serve no page at / (the playground) and /docs (the API docs): the JSON API only")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--precision", default=d.precision, choices=PRECISIONS,
                    help="PyTorch models: auto (bf16 where the CPU or GPU runs it natively, else fp32), "
@@ -91,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
                          max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
                          max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
                          max_inputs=args.max_inputs, max_text_chars=args.max_text_chars, token=args.token,
+                         playground=args.playground,
                          drain_timeout=args.drain_timeout, max_request_windows=args.max_request_windows,
                          max_header_bytes=args.max_header_bytes,
                          header_timeout=args.header_timeout, body_timeout=args.body_timeout)
@@ -98,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
     task = check_servable(config.model, task=config.task, precision=config.precision, device=config.device)
     print(f"serving {config.model} ({task}) on http://{config.host}:{config.port} "
           f"(workers {config.workers}); SIGTERM or Ctrl-C drains and stops", file=sys.stderr)
+    if config.playground:
+        print(f"playground: http://{config.host}:{config.port}/  API docs: http://{config.host}:{config.port}/docs",
+              file=sys.stderr)
     if (advice := backend_advice(config.model, device=config.device)) is not None:
         print(f"note: {advice}", file=sys.stderr)
     run_server(config)

@@ -5,7 +5,8 @@
     app = create_app(config)               # the ASGI app itself (tests, other ASGI servers)
 
 Endpoints (docs/serving.md): POST /predict, GET /health, GET /info, GET /metrics (Prometheus
-text), GET /openapi.json, and any POST route the task's spec adds (`TaskSpec.serving_routes()`,
+text), GET /openapi.json, the playground page at GET / and the API docs at GET /docs
+(nlp/deploy/server_pages.py; off with `playground=False`), and any POST route the task's spec adds (`TaskSpec.serving_routes()`,
 e.g. TEI's /embed), served like /predict: same batching, limits, metrics and auth. Every error
 is JSON {"error", "message"} (a route's adapter may give its own shape, `error_body`) with a
 status that says what to do: 401 (bearer token), 404 / 405, 408 (too slow), 413 (too large),
@@ -59,6 +60,7 @@ from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
 from nlp.deploy.server_config import ServeConfig
 from nlp.deploy.server_model import ServingModel, load_pipeline_for_serving, warm_up_shapes
 from nlp.deploy.server_openapi import openapi_document
+from nlp.deploy.server_pages import PAGE_ROUTES, page_routes
 from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, routes_for, split_outputs
 
 __all__ = ["CONFIG_ENV", "ServeConfig", "app_from_environment", "create_app", "run_server"]
@@ -465,13 +467,15 @@ def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingMo
     server = _ModelServer(config, loader or _default_loader)
     task = _task_of(config)
     posts = list(routes_for(task)) if task is not None else ["/predict"]
-    server.routes = (*posts, *(r for r in _ROUTES if r not in posts))
+    pages = PAGE_ROUTES if config.playground else ()
+    server.routes = (*posts, *(r for r in _ROUTES if r not in posts), *pages)
     app = Starlette(
         routes=[*(Route(path, server.predict, methods=["POST"]) for path in posts),
                 Route("/health", server.health, methods=["GET"]),
                 Route("/info", server.info, methods=["GET"]),
                 Route("/metrics", server.metrics_text, methods=["GET"]),
-                Route("/openapi.json", server.openapi, methods=["GET"])],
+                Route("/openapi.json", server.openapi, methods=["GET"]),
+                *(page_routes() if config.playground else ())],
         exception_handlers={HTTPException: server.http_error, Exception: server.internal_error},
         lifespan=server.lifespan,
     )

@@ -30,6 +30,7 @@ class ServeConfig:
     # make ~50,000 and hold the worker for minutes; 4,096 is a 400,000-character NER document
     max_request_windows: int = 4096
     token: str | None = None         # bearer token for /predict, /info, /metrics; None = open
+    playground: bool = True          # the page at / and the API docs at /docs (static; they call the API)
     drain_timeout: float = 30.0      # seconds SIGTERM waits for requests in flight
     # the protocol layer (nlp/deploy/server_http.py): what one connection may hold or take
     max_header_bytes: int = 32768    # request line + headers before 431 (414 for the URL alone past 8 KiB)
