@@ -37,7 +37,7 @@ if CHROMIUM is None or CHROMEDRIVER is None:
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -116,12 +116,14 @@ def _use_token(browser, token: str) -> None:
     WebDriverWait(browser, 20).until(lambda d: _described(d) > before)
 
 
-def _run(browser, text: str, **options: str) -> str:
-    """Type `text` (and options), press Run, wait for the answer; the status line."""
+def _run(browser, text: str | dict[str, str], **options: str) -> str:
+    """Type `text` (or each input field's text, by name) and the options, press Run, wait for
+    the answer; the status line."""
     before = int(browser.execute_script("return document.body.dataset.runs || 0"))
-    box = browser.find_element(By.ID, "in-text")
-    box.clear()
-    box.send_keys(text)
+    for name, value in (text if isinstance(text, dict) else {"text": text}).items():
+        box = browser.find_element(By.ID, f"in-{name}")
+        box.clear()
+        box.send_keys(value)
     for name, value in options.items():
         field = browser.find_element(By.ID, f"opt-{name}")
         field.clear()
@@ -155,10 +157,10 @@ def _shot(browser, name: str) -> None:
             browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-def _api(url: str, text: str, parameters: dict | None = None, token: str | None = None):
+def _api(url: str, text, parameters: dict | None = None, token: str | None = None, route: str = "/predict"):
     headers = {"Authorization": f"Bearer {token}".encode()} if token else {}
     body = {"inputs": text, **({"parameters": parameters} if parameters else {})}
-    r = httpx.post(url + "/predict", json=body, headers=headers, timeout=60)
+    r = httpx.post(url + route, json=body, headers=headers, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -240,6 +242,60 @@ def test_lexical_analysis_shows_words_with_pos_and_entities(browser, lexical_url
     assert _marks(browser) == [(e["start"], e["end"], e["type"], text[e["start"]:e["end"]]) for e in want["entities"]]
     assert _console_errors(browser) == []
     _shot(browser, "lexical")
+
+
+def test_word_segmentation_shades_the_words(browser):
+    text = "我们在北京大学学习自然语言处理"
+    with _serve(ASSETS / "ernie-tiny-zh-lexical", "--task", "word-segmentation") as url:
+        _open(browser, url)
+        assert _run(browser, text).startswith("200")
+        assert _renderer(browser) == "words"
+        want = _api(url, text)
+    words = browser.find_elements(By.CSS_SELECTOR, "#result .word")
+    assert [(w.text, int(w.get_attribute("data-start")), int(w.get_attribute("data-end"))) for w in words] == \
+        [(w["word"], w["start"], w["end"]) for w in want]
+    assert browser.find_elements(By.CSS_SELECTOR, "#result .word-tag") == []  # no tags to draw
+    classes = [w.get_attribute("class") for w in words]
+    assert all(a != b for a, b in zip(classes, classes[1:])), "neighbouring words look alike"
+    assert _console_errors(browser) == []
+    _shot(browser, "segmentation")
+
+
+@pytest.fixture(scope="module")
+def embedding_model(tmp_path_factory) -> Path:
+    """ernie-tiny-zh with a (seeded) sentence-embedding head: a feature-extraction model."""
+    import torch
+
+    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+    from nlp.tokenizer import load_tokenizer
+
+    torch.manual_seed(0)
+    model = tmp_path_factory.mktemp("embedding") / "ernie-tiny-zh-embedding"
+    ErnieForSentenceEmbedding.from_pretrained(ASSETS / "ernie-tiny-zh").save_pretrained(model)
+    load_tokenizer(ASSETS / "ernie-tiny-zh").save_pretrained(model)
+    return model
+
+
+def test_similarity_draws_one_bar_per_sentence_and_vectors_their_size(browser, embedding_model):
+    source, sentences = "今天天气很好", ["今天天气不错", "股市大跌", "明天会下雨吗"]
+    with _serve(embedding_model) as url:
+        _open(browser, url, "/?route=/similarity")
+        assert browser.find_element(By.ID, "route").get_attribute("value") == "/similarity"
+        assert _run(browser, {"source_sentence": source, "sentences": "\n".join(sentences)}).startswith("200")
+        assert _renderer(browser) == "similarity"
+        want = _api(url, {"source_sentence": source, "sentences": sentences}, route="/similarity")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#result .bar-row")
+        assert [r.get_attribute("data-label") for r in rows] == sentences
+        assert [float(r.get_attribute("data-score")) for r in rows] == pytest.approx(want, abs=1e-6)
+        _shot(browser, "similarity")
+        # the same page on /predict: the vector's size and its first values
+        Select(browser.find_element(By.ID, "route")).select_by_value("/predict")
+        assert _run(browser, source).startswith("200")
+        assert _renderer(browser) == "vectors"
+        vector = _api(url, source)
+        assert int(browser.find_element(By.CSS_SELECTOR, "#result .vector").get_attribute("data-dims")) == len(vector)
+        assert browser.find_element(By.CSS_SELECTOR, "#result .vector code").text.startswith(f"[{vector[0]:.4f}, ")
+        assert _console_errors(browser) == []
 
 
 # --------------------------------------------------------------------------- the token
