@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from nlp.commands._task_options import given_options, with_task_options
+
 EPILOG = """examples:
   nlp evaluate runs/sentiment-reviews --data test     # the test split of the data the run used
   nlp evaluate runs/sentiment-reviews --data reviews-zh --split test
@@ -16,14 +18,16 @@ EPILOG = """examples:
 --data is a split name of the run's own data (test, dev: from its recipe.yaml, which an export
 directory keeps), a dataset name (`nlp data ls`) or a file in the task's format (classification:
 jsonl/json/csv/tsv with text[, text_pair], label; NER: CoNLL columns; QA: SQuAD/CMRC2018 json).
-An export directory keeps its run's recipe.yaml, so the run's max_length, doc_stride and batch
-size apply to it as to the run; its scores have no loss (onnxruntime computes the outputs only).
+The task options (QA: --doc-stride, --max-answer-length; `nlp tasks` lists each task's) override
+the run's task settings; left out, the run's own apply. An export directory keeps its run's
+recipe.yaml, so the run's max_length, task settings and batch size apply to it as to the run; its scores have no loss (onnxruntime computes the outputs only).
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("evaluate", help="score a fine-tuned model on labelled data", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    with_task_options(p, "evaluate")
     p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT",
                    help="a run directory (train.output_dir), a model directory or an export directory (nlp export)")
     p.add_argument("--data", required=True,
@@ -31,9 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="test", help="split of a named dataset (default: test)")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--max-length", type=int, default=None, help="default: the run's data.max_length, else 128 (QA 384)")
-    p.add_argument("--doc-stride", type=int, default=None, help="QA window overlap (default: the run's task.doc_stride, else 128)")
-    p.add_argument("--max-answer-length", type=int, default=None,
-                   help="QA: longest answer span in tokens (default: the run's task.max_answer_length, else 30)")
     p.add_argument("--batch-size", type=int, default=None,
                    help="default: the run's evaluation batch size, else 64")
     p.add_argument("--max-samples", type=int, default=None, help="score only the first N examples")
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
     scores = evaluate_dir(args.model, args.data, split=args.split, task=args.task, max_length=args.max_length,
-                          doc_stride=args.doc_stride, max_answer_length=args.max_answer_length,
+                          options=given_options(args),
                           batch_size=args.batch_size, max_samples=args.max_samples, backend=backend)
     print(json.dumps(scores, ensure_ascii=False))
     return 0

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 
 from nlp._common import PRECISIONS
+from nlp.commands._task_options import given_options, with_task_options
 
 EPILOG = """examples:
   nlp predict runs/sentiment-reviews --input reviews.txt              # one text a line -> stdout
   nlp predict runs/sentiment-reviews --input reviews.txt --output preds.jsonl --top-k 2
   nlp predict runs/ner --input news.txt
   nlp predict runs/cmrc --input questions.jsonl     # {"question": ..., "context": ...} per line
+  nlp predict runs/cmrc --input questions.jsonl --top-k 3 --max-answer-length 40   # the task's own options
   nlp predict export/sentiment-int8 --input reviews.txt   # an `nlp export` directory: onnxruntime
   nlp predict runs/ner --input news_gbk.txt --encoding gbk
   nlp predict runs/ner --input news.txt --precision auto   # bf16 where the CPU has it: faster
@@ -24,13 +26,14 @@ QA: {"question": ..., "context": ...}). Output: one JSON object per input line, 
 blank line included (empty labels/entities, null answer); texts are kept as the line holds
 them, so entity offsets index the line as given. --format training writes each result as a line
 of the task's training files instead (lexical-analysis, pos-tagging: word/POS), blank for a blank
-input line.
+input line. The task options (--top-k, ...) are each task's `call_options`: `nlp tasks` lists them.
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("predict", help="run a fine-tuned model over a file", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    with_task_options(p, "predict")
     p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT", nargs="?", default=None,
                    help="a run directory, a model directory or an export directory (nlp export); "
                         "left out: --task's default model, shipped with the package")
@@ -39,7 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--task", default=None, help="the task, when the model's config does not say; "
                    "with no model, the task whose default model to use")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--top-k", type=int, default=1, help="classification: labels per text")
     p.add_argument("--encoding", default="utf-8", help="the input file's text encoding (e.g. gbk; default utf-8)")
     p.add_argument("--precision", choices=PRECISIONS, default=None,
                    help="a PyTorch model's: fp32 (its default), auto (faster: bf16 on a CPU with AVX512-BF16 or "
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "training":  # refused before any prediction runs
         spec = check_training_format(args.task or (backend.task if backend is not None else
                                                    locate_model(args.model).spec))
-    rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, top_k=args.top_k,
+    rows = predict_file(args.model, args.input, task=args.task, batch_size=args.batch_size, options=given_options(args),
                         encoding=args.encoding, backend=backend, precision=args.precision)
     if spec is None:
         lines = [json.dumps(r, ensure_ascii=False) for r in rows]

@@ -129,11 +129,10 @@ class Pipeline:
         """`pad_to_multiple_of="auto"`: CPU_PAD_MULTIPLE for a PyTorch model on the CPU, else None.
 
         oneDNN builds its GEMM and attention kernels for each shape it meets, and a pipeline's
-        batches, padded to their longest row, come in as many lengths as the texts have: over
-        2,000 People's Daily sentences the first pass of the 3-layer lexical model ran at 29,900
-        chars/s with every length, 40,800 with lengths rounded up to a multiple of 8 (NER: 31,900
-        and 38,100; bf16 autocast, 2 threads, AMD EPYC), and later passes were no slower rounded.
-        onnxruntime and GPUs take every length as it comes."""
+        batches, padded to their longest row, come in as many lengths as the texts have: rounding
+        the lengths up to a multiple of 8 bounds the shapes it builds for, so a first pass over
+        varied texts does not keep paying for new kernels, and costs a few padded tokens per row
+        (benchmarks/padding.py measures both). onnxruntime and GPUs take every length as it comes."""
         if not isinstance(self.backend, TorchBackend) or self.device.type != "cpu":
             return None
         return fitting_pad_multiple(CPU_PAD_MULTIPLE, self.max_length, self.config.max_sequence_length)

@@ -85,11 +85,14 @@ def read_inputs(path: str | Path, task: str | TaskSpec, *, encoding: str = "utf-
 
 
 def predict_rows(pipe: Any, rows: list[dict[str, Any] | None], task: str | TaskSpec, *,
-                 top_k: int = 1) -> list[dict[str, Any]]:
-    """Each record with the task's result fields added; a blank line (None) gets an empty result."""
+                 options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Each record with the task's result fields added; a blank line (None) gets an empty result.
+    `options`: the task's call options ({name: value}, declared for "predict"), checked here."""
     spec = _spec(task)
+    options = spec.check_options(options or {}, "predict", max_length=getattr(pipe, "max_length", None),
+                                 where="{name}")
     todo = [r for r in rows if r is not None]
-    results = iter(spec.predict(pipe, todo, top_k=top_k) if todo else [])
+    results = iter(spec.predict(pipe, todo, **options) if todo else [])
     return [{"text": "", **spec.empty_prediction()} if r is None else {**r, **next(results)} for r in rows]
 
 
@@ -120,12 +123,13 @@ def training_lines(rows: list[dict[str, Any]], task: str | TaskSpec) -> tuple[li
 
 
 def predict_file(model: str | Path, input_path: str | Path, *, task: str | None = None,
-                 batch_size: int = 32, top_k: int = 1, encoding: str = "utf-8",
+                 batch_size: int = 32, options: dict[str, Any] | None = None, encoding: str = "utf-8",
                  backend: Backend | None = None, precision: str | None = None) -> list[dict[str, Any]]:
     """One result per input line (blank lines included) through the task's pipeline: the
     PyTorch model of a run or model directory, in `precision` (None: fp32, as loaded; "auto":
     what is fast here, nlp/models/precision.py), or `backend` (an export directory's) with the
-    tokenizer of `model`. See nlp/tasks/predict_file.py for the file formats."""
+    tokenizer of `model`. `options`: the task's call options (`spec.call_options`), by name.
+    See this module's docstring for the file formats."""
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec = where.model_dir, where.spec
     rows = read_inputs(input_path, spec, encoding=encoding)
@@ -134,4 +138,4 @@ def predict_file(model: str | Path, input_path: str | Path, *, task: str | None 
         pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
     else:
         pipe = spec.pipeline(backend, model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
-    return predict_rows(pipe, rows, spec, top_k=top_k)
+    return predict_rows(pipe, rows, spec, options=options)

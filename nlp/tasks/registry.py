@@ -28,11 +28,6 @@ import os
 from typing import Any
 
 from nlp._common import ConfigError, UnknownNameError, did_you_mean
-from nlp.tasks.classification.spec import CLASSIFICATION
-from nlp.tasks.embedding.spec import FEATURE_EXTRACTION, SENTENCE_SIMILARITY
-from nlp.tasks.lexical.spec import LEXICAL_ANALYSIS, POS_TAGGING, WORD_SEGMENTATION
-from nlp.tasks.ner.spec import TOKEN_CLASSIFICATION
-from nlp.tasks.qa.spec import QUESTION_ANSWERING
 from nlp.tasks.spec import DEFAULT_TASK, TaskSpec
 
 __all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "register_task", "get_task", "list_tasks",
@@ -65,9 +60,29 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
-for _spec in (CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING, FEATURE_EXTRACTION, SENTENCE_SIMILARITY,
-              LEXICAL_ANALYSIS, POS_TAGGING, WORD_SEGMENTATION):
-    register_task(_spec)
+# The built-in tasks, one line each ("module:SPEC", as a plugin's entry point names it), in the
+# order lookups by architecture try them.
+BUILTIN_TASKS = (
+    "nlp.tasks.classification.spec:CLASSIFICATION",
+    "nlp.tasks.ner.spec:TOKEN_CLASSIFICATION",
+    "nlp.tasks.qa.spec:QUESTION_ANSWERING",
+    "nlp.tasks.embedding.spec:FEATURE_EXTRACTION",
+    "nlp.tasks.embedding.spec:SENTENCE_SIMILARITY",
+    "nlp.tasks.lexical.spec:LEXICAL_ANALYSIS",
+    "nlp.tasks.lexical.spec:POS_TAGGING",
+    "nlp.tasks.lexical.spec:WORD_SEGMENTATION",
+)
+
+
+def _spec_at(target: str) -> TaskSpec:
+    """The TaskSpec instance (or class, instantiated) that "module:ATTR" names."""
+    module, _, attr = target.partition(":")
+    obj = getattr(importlib.import_module(module), attr)
+    return obj() if isinstance(obj, type) else obj
+
+
+for _target in BUILTIN_TASKS:
+    register_task(_spec_at(_target))
 
 _plugins_loaded: set[str] = set()  # plugin modules / entry points imported so far
 _entry_points: list[Any] | None = None  # the nlp.tasks entry points of the installed distributions

@@ -32,6 +32,7 @@ from http import HTTPStatus
 from typing import Any
 
 from nlp._common import did_you_mean
+from nlp.tasks.options import CallOption, OptionError, check_options
 
 __all__ = ["Limits", "Parsed", "RequestError", "ServingAdapter", "FieldsAdapter",
            "as_list", "check_text", "int_param", "split_outputs", "windows", "short"]
@@ -134,7 +135,10 @@ class ServingAdapter:
 
     task: str = ""  # for messages; the server sets it to the spec's name
     summary: str = ""  # the route's one-line summary in the OpenAPI document
-    parameters: dict[str, str] = {}  # name -> what it does (for errors and the OpenAPI document)
+    # the task's call options served as `parameters` (its spec's `call_options` for "serve"; the
+    # spec sets them): checked, keyed and documented from their declaration
+    options: tuple[CallOption, ...] = ()
+    parameters: dict[str, str] = {}  # other parameters of a route: name -> what it does (its own checks)
     output_description: str = "the pipeline's output per input (a list of them for a list of inputs)"
     body_fields: tuple[str, ...] = ("inputs", "parameters")  # the keys a body may hold
 
@@ -152,12 +156,23 @@ class ServingAdapter:
             raise RequestError(422, f"\"parameters\" must be an object, got a JSON {type(params).__name__}")
         return self.parse(payload["inputs"], params, served, limits)
 
+    def parameter_names(self) -> list[str]:
+        """Every parameter the route takes: the declared options, then its own."""
+        return [*(o.name for o in self.options), *self.parameters]
+
     def parse(self, body_inputs: Any, params: dict[str, Any], served: Any, limits: Limits) -> Parsed:
-        unknown = [k for k in params if k not in self.parameters]
+        names = self.parameter_names()
+        unknown = [k for k in params if k not in names]
         if unknown:
-            valid = ", ".join(self.parameters) or "none"
+            valid = ", ".join(names) or "none"
             raise RequestError(422, f"unknown parameter {unknown[0]!r} for {self.task} (valid: {valid})"
-                                    f"{did_you_mean(unknown[0], self.parameters)}")
+                                    f"{did_you_mean(unknown[0], names)}")
+        declared = {o.name for o in self.options}
+        try:
+            check_options(self.options, {k: v for k, v in params.items() if k in declared}, use="serve",
+                          max_length=served.max_length, task=self.task, where="parameters.{name}")
+        except OptionError as err:
+            raise RequestError(422, str(err)) from None
         self.check_params(params, served)
         raw, single = as_list(body_inputs, "inputs", limits)
         items = [self.item(x, f"inputs[{i}]" if not single else "inputs", limits) for i, x in enumerate(raw)]
@@ -166,7 +181,7 @@ class ServingAdapter:
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
 
     def check_params(self, params: dict[str, Any], served: Any) -> None:
-        pass
+        """Checks of the route's own `parameters` (the declared options are checked already)."""
 
     def item(self, value: Any, where: str, limits: Limits) -> Any:
         return check_text(value, where, limits)
@@ -176,8 +191,10 @@ class ServingAdapter:
         return 1, min(len(item) + 2, max_length)
 
     def call_key(self, params: dict[str, Any]) -> tuple:
-        """The pipeline keywords as a hashable key: requests with equal keys share a forward."""
-        return ()
+        """The pipeline keywords as a hashable key: requests with equal keys share a forward.
+        Default: every declared option, given or default."""
+        return tuple(sorted({**{o.name: o.default for o in self.options},
+                             **{k: v for k, v in params.items() if k in {o.name for o in self.options}}}.items()))
 
     def warm_up_items(self, max_length: int, n: int) -> list[Any]:
         """`n` inputs of one full-length window each (the server's warm-up batch)."""
@@ -205,7 +222,8 @@ class ServingAdapter:
         return _TEXTS_SCHEMA
 
     def request_schema(self) -> dict[str, Any]:
-        params = {name: {"description": doc} for name, doc in self.parameters.items()}
+        params = {o.name: o.json_schema() for o in self.options}
+        params.update({name: {"description": doc} for name, doc in self.parameters.items()})
         return {"type": "object", "required": ["inputs"], "additionalProperties": False,
                 "properties": {"inputs": self.input_schema(),
                                "parameters": {"type": "object", "additionalProperties": False,

@@ -39,12 +39,15 @@ from nlp._common import ConfigError, DataError
 from nlp._extras import MissingExtraError
 from nlp._settings import Settings
 from nlp.tasks.model_io import MODEL_INPUTS, feature_length
+from nlp.tasks.options import CallOption, check_options
 from nlp.tasks.serving import ServingAdapter
 
 __all__ = ["TaskSpec", "TaskSettings", "EXPORT_INPUTS", "DEFAULT_TASK"]
 
 EXPORT_INPUTS = MODEL_INPUTS  # what a task exports by default: the model inputs, in their export order
 DEFAULT_TASK = "text-classification"  # a recipe's task.name when it names none
+EVAL_KEEPS = ("auto", "scores", "argmax")  # TaskSpec.eval_keeps
+DISTILL_LOSSES = ("softmax", "sigmoid", "mse")  # the values of TaskSpec.distill_losses
 
 
 @dataclass
@@ -84,6 +87,9 @@ class TaskSpec:
     input_fields: ClassVar[tuple[str, ...]] = ("text",)  # what `nlp predict` reads per record
     optional_input_fields: ClassVar[tuple[str, ...]] = ()  # string fields a record may add
     result_field: ClassVar[str] = "prediction"  # the field `nlp predict` adds per record (default predict)
+    # every field `nlp predict` may add per record, `result_field` first; (): that one alone. A task
+    # answering with several lists them (an embedding and its lexical weights)
+    result_fields: ClassVar[tuple[str, ...]] = ()
     # the string columns of an example that distillation's word replacement may rewrite
     # (nlp/train/augment.py, `distill.augment`): a rewritten copy learns the teacher's outputs, not
     # its labels, so a column qualifies when nothing else in the example points into it (per-token
@@ -105,6 +111,17 @@ class TaskSpec:
     # by the model's position embeddings; the other names are free dynamic axes
     export_input_axes: ClassVar[dict[str, tuple[str, ...]] | None] = None
     export_outputs: ClassVar[dict[str, tuple[str, ...]]]
+    # what a student learns from its teacher's outputs (knowledge distillation, nlp/train/distill.py),
+    # by output name: "softmax" (KL divergence at a temperature over the last axis: class logits,
+    # per-token tag emissions, QA start/end over the sequence), "sigmoid" (binary cross-entropy
+    # against the teacher's probabilities, per label) or "mse" (embeddings, regression).
+    # {}: the task declares none, and `distill.soft_weight > 0` is refused with a message
+    distill_losses: ClassVar[dict[str, str]] = {}
+    # what evaluation keeps of each batch's logits (the default `keep_logits`): "scores" (every
+    # score, for metrics that need them), "argmax" (the best id per row or position), or "auto":
+    # argmax where the logits' last axis is "vocab" (a correction head: vocabulary-sized scores
+    # for every token of a test split would take gigabytes), scores otherwise
+    eval_keeps: ClassVar[str] = "auto"
     # what the export check reports for an int8 model: "labels" (the share of argmax labels that
     # agree with PyTorch: scores) or "cosine" (the lowest cosine of a row with PyTorch's: vectors)
     export_agreement: ClassVar[str] = "labels"
@@ -116,6 +133,10 @@ class TaskSpec:
     # `check_requirements` turns a missing one into one line naming the extra
     extra: ClassVar[str | None] = None
     requires: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    # the options a caller sets per call (nlp/tasks/options.py): `nlp predict` / `nlp evaluate`
+    # flags, the server's `parameters` (checks and OpenAPI), `nlp tasks`; given values reach
+    # `predict(pipe, records, **options)` and, for "evaluate", the task settings scoring reads
+    call_options: ClassVar[tuple[CallOption, ...]] = ()
     # the task layer's own functions, for direct use (`ds.map(spec.preprocess, ...)`)
     reader: ClassVar[Callable]  # path, **options -> Dataset (return_stats=True: and its ReadStats)
     preprocess: ClassVar[Callable]
@@ -127,6 +148,26 @@ class TaskSpec:
             self.serving = ServingAdapter()  # the base default: one per task, not shared
         if not self.serving.task:
             self.serving.task = self.name  # named in its error messages
+        if not self.result_fields:
+            self.result_fields = (self.result_field,)
+        if self.eval_keeps not in EVAL_KEEPS:
+            raise ConfigError(f"{type(self).__name__}.eval_keeps is {self.eval_keeps!r}; valid: {', '.join(EVAL_KEEPS)}")
+        bad = {k: v for k, v in self.distill_losses.items() if v not in DISTILL_LOSSES}
+        if bad:
+            raise ConfigError(f"{type(self).__name__}.distill_losses has {bad}; each output's loss is one of "
+                              f"{', '.join(DISTILL_LOSSES)}")
+        if not self.serving.options:  # the server's parameters of /predict: the options it serves
+            self.serving.options = self.options_for("serve")
+
+    def options_for(self, use: str) -> tuple[CallOption, ...]:
+        """The declared `call_options` that `use` ("predict", "serve", "evaluate") takes."""
+        return tuple(o for o in self.call_options if use in o.uses)
+
+    def check_options(self, values: Mapping[str, Any], use: str, *, max_length: int | None = None,
+                      where: str = "{flag}") -> dict[str, Any]:
+        """`values` ({option name: value}) checked against the declared options of `use`
+        (nlp.tasks.options.OptionError naming the option, what it takes, and the valid names)."""
+        return check_options(self.call_options, values, use=use, max_length=max_length, task=self.name, where=where)
 
     def check_requirements(self, use: str = "predict") -> None:
         """MissingExtraError (one line naming `extra`) when a module in `requires` for `use`
@@ -240,8 +281,18 @@ class TaskSpec:
 
     def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
         """What to keep of one evaluation batch's outputs, one row per example (`model` is the
-        unwrapped model, for tasks that decode with it)."""
+        unwrapped model, for tasks that decode with it). Default: the logits, or their argmax
+        as `eval_keeps` declares."""
+        if self.keeps_argmax():
+            return outputs.logits.argmax(-1)
         return outputs.logits
+
+    def keeps_argmax(self) -> bool:
+        """Whether the default `keep_logits` keeps the argmax (`eval_keeps`)."""
+        if self.eval_keeps == "auto":
+            axes = self.export_outputs.get("logits", ()) if hasattr(self, "export_outputs") else ()
+            return bool(axes) and axes[-1] == "vocab"
+        return self.eval_keeps == "argmax"
 
     def score(self, predictions: Sequence[Any], label_ids: Sequence[Any] | None, *, label_names: list[str] | None,
               examples: Any, features: Sequence[Mapping[str, Any]] | None, data: Any,
@@ -266,11 +317,13 @@ class TaskSpec:
                 raise DataError(f"{where}: {key!r} is {got}; expected a string")
         return record
 
-    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+    def predict(self, pipe: Any, records: list[dict[str, Any]], **options: Any) -> list[dict[str, Any]]:
         """Run `pipe` (this task's pipeline) over input records ({field: value}); per record the
-        fields to add to it in `nlp predict`'s output. Default: the pipeline called with one list
-        per input field, in `input_fields` order; each output under `result_field`."""
-        outputs = pipe(*[[r[f] for r in records] for f in self.input_fields])
+        fields to add to it in `nlp predict`'s output. `options`: the call options given (declared
+        in `call_options` for "predict", checked). Default: the pipeline called with one list per
+        input field, in `input_fields` order, and the options as keywords; each output under
+        `result_field`."""
+        outputs = pipe(*[[r[f] for r in records] for f in self.input_fields], **options)
         return [{self.result_field: o} for o in outputs]
 
     def training_line(self, result: dict[str, Any]) -> str:
@@ -301,10 +354,13 @@ class TaskSpec:
         nlp/train/distill.py), by output name: "softmax" (KL divergence at a temperature over
         the last axis: class logits, per-token tag emissions, QA start/end over the sequence),
         "sigmoid" (binary cross-entropy against the teacher's probabilities, per label) or "mse"
-        (embeddings, regression). Default: from `export_outputs`, a last axis of labels or
-        positions is a distribution, anything else is regressed."""
-        return {name: "softmax" if axes[-1] in ("num_labels", "sequence") else "mse"
-                for name, axes in self.export_outputs.items()}
+        (embeddings, regression). Default: `distill_losses`, as declared; a task whose
+        targets depend on the model's config (a multi-label head) overrides this."""
+        if not self.distill_losses:
+            raise ConfigError(f"the {self.name} task declares no distillation targets (its spec's distill_losses: "
+                              "{output: softmax | sigmoid | mse}); set distill.soft_weight: 0 to train on the "
+                              "labels and hidden states only, or declare them")
+        return dict(self.distill_losses)
 
     def check_batch(self, tokenizer: Any, max_length: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The padded int64 batch (by export input) an export is checked on: `texts` are real

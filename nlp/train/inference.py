@@ -93,10 +93,10 @@ class ScoringSplit:
 
 
 def scoring_split(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
-                  max_length: int | None = None, doc_stride: int | None = None,
-                  max_answer_length: int | None = None, batch_size: int | None = None,
+                  max_length: int | None = None, batch_size: int | None = None,
                   max_samples: int | None = None, backend: Backend | None = None,
-                  task_settings: dict[str, Any] | None = None) -> tuple[ScoringSplit, Any]:
+                  task_settings: dict[str, Any] | None = None,
+                  options: dict[str, Any] | None = None) -> tuple[ScoringSplit, Any]:
     """The split `evaluate_dir` scores and the network it scores it with (see evaluate_dir)."""
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec, run_recipe = where.model_dir, where.spec, where.recipe
@@ -104,8 +104,9 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
     train_data = (run_recipe.get("train") or {}).get("data") or {}
     batch_size = batch_size or train_data.get("eval_batch_size") or 2 * (train_data.get("batch_size") or 32)
     max_length = max_length or trained.get("max_length") or spec.default_max_length
-    settings = _task_settings(spec, run_recipe, {"doc_stride": doc_stride, "max_answer_length": max_answer_length,
-                                                 **(task_settings or {})})
+    # the task's call options for evaluation (`nlp evaluate --doc-stride`) are task settings
+    checked = spec.check_options(options or {}, "evaluate", max_length=max_length, where="{flag}")
+    settings = _task_settings(spec, run_recipe, {**(task_settings or {}), **checked})
     net = spec.head.from_pretrained(model_dir).eval() if backend is None else BackendModule(backend)
     cfg = net.config
     labels = ([cfg.id2label[i] for i in sorted(cfg.id2label)]
@@ -131,21 +132,21 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
 
 
 def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
-                 max_length: int | None = None, doc_stride: int | None = None,
-                 max_answer_length: int | None = None, batch_size: int | None = None,
+                 max_length: int | None = None, batch_size: int | None = None,
                  max_samples: int | None = None, backend: Backend | None = None,
-                 task_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                 task_settings: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Metrics of a run's (or model directory's) model on a named dataset split or a file; `data`
     may also be a split name ("test", "dev"), meaning that split of the run's own data.
     With `backend` (an export directory's onnxruntime backend), `model` is that directory and
     the backend computes the outputs; there is no loss then (the metrics only).
 
-    Settings left out (`max_length`, `batch_size`, the task settings: `doc_stride`,
-    `max_answer_length`, or any in `task_settings`) default to the run's own (so that a run's
+    Settings left out (`max_length`, `batch_size`, the task settings: any not in
+    `task_settings`, {field of the spec's settings: value}, or `options`, the task's call options
+    for "evaluate", checked) default to the run's own (so that a run's
     dev/test scores come out exactly as in its results.json), else to the library defaults."""
-    scoring, net = scoring_split(model, data, split=split, task=task, max_length=max_length, doc_stride=doc_stride,
-                                 max_answer_length=max_answer_length, batch_size=batch_size,
-                                 max_samples=max_samples, backend=backend, task_settings=task_settings)
+    scoring, net = scoring_split(model, data, split=split, task=task, max_length=max_length, batch_size=batch_size,
+                                 max_samples=max_samples, backend=backend, task_settings=task_settings,
+                                 options=options)
     scores = scoring.score(net)
     return {"model": str(scoring.model_dir), "data": scoring.data, "split": scoring.split,
             "examples": len(scoring.examples), **scores}

@@ -57,6 +57,13 @@ def _nlp(*args: str) -> subprocess.CompletedProcess:
     return run_nlp(*args, env=_env())
 
 
+def _nlp_fails(*args: str) -> subprocess.CompletedProcess:
+    """`nlp ARGS...` expected to fail: its exit status and output, for the test to check."""
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "nlp", *args], capture_output=True, text=True, env=_env(), timeout=600)
+
+
 def test_the_task_registers_from_outside_the_package():
     spec = get_task("MC")
     assert spec is mc_task.MULTIPLE_CHOICE and spec.name == "multiple-choice"
@@ -146,6 +153,18 @@ def test_it_exports_checks_and_predicts_through_the_cli(run):
         assert a["answer"]["score"] == pytest.approx(b["answer"]["score"], abs=1e-4)
     scores = json.loads(_nlp("evaluate", str(out), "--data", "test").stdout)  # the export, on onnxruntime
     assert "accuracy" in scores and "loss" not in scores
+    # the task's declared call option is a flag of `nlp predict`, checked against its bounds
+    unsure = [json.loads(line) for line in
+              _nlp("predict", str(out), "--input", str(questions), "--min-score", "1").stdout.splitlines()]
+    assert [u["answer"]["choice"] for u in unsure[:2]] == [None, None]
+    assert unsure[0]["answer"]["scores"] == pytest.approx(by_export[0]["answer"]["scores"], abs=1e-6)
+    bad = _nlp_fails("predict", str(out), "--input", str(questions), "--min-score", "2")
+    assert bad.returncode == 2 and "min_score must be a number >= 0 and <= 1, got 2.0" in bad.stderr
+    other = _nlp_fails("predict", str(out), "--input", str(questions), "--top-k", "2")
+    assert other.returncode == 2 and "unknown option 'top_k' for multiple-choice (valid: min_score)" in other.stderr
+    listed = _nlp("tasks", "multiple-choice").stdout
+    assert "--min-score: min_score (float, default 0.0, >= 0, <= 1)" in listed
+    assert "--min-score" in _nlp("predict", "--help").stdout
 
 
 def test_it_serves_through_the_cli(run):
@@ -161,6 +180,13 @@ def test_it_serves_through_the_cli(run):
         doc = httpx.get(url + "/openapi.json", timeout=30).json()
         schema = json.dumps(doc["paths"]["/predict"]["post"]["requestBody"])
         assert "choices" in schema and doc["info"]["title"] == "nlp serve: multiple-choice"
+        # the task's declared call option is a server parameter: checked, documented, passed on
+        assert json.loads(schema)["content"]["application/json"]["schema"]["properties"]["parameters"][
+            "properties"]["min_score"]["maximum"] == 1.0
+        unsure = httpx.post(url + "/predict", json={"inputs": one, "parameters": {"min_score": 1.0}}, timeout=60)
+        assert unsure.status_code == 200 and unsure.json()["choice"] is None, unsure.text
+        bad = httpx.post(url + "/predict", json={"inputs": one, "parameters": {"min_score": 1.5}}, timeout=60)
+        assert bad.status_code == 422 and "parameters.min_score must be a number >= 0 and <= 1" in bad.json()["message"]
         info = httpx.get(url + "/info", timeout=30).json()
         assert info["task"] == "multiple-choice" and info["labels"] is None
         # the task's own route, with its own body and error shapes, batched and counted like /predict

@@ -189,6 +189,25 @@ def test_no_task_part_named_outside_its_task_package(tmp_path):
     assert len(_task_part_names(probe, DECODING_PARTS)) == 3
 
 
+def _undocumented_members(doc: str) -> list[str]:
+    """The public TaskSpec members (attributes and methods) that the first column of the table
+    under "What a spec carries" in docs/tasks.md does not name (as `name` or `name(...)`)."""
+    import re
+
+    section = doc.split("## What a spec carries", 1)[1].split("\n## ", 1)[0]
+    first_column = " ".join(row.split("|")[1] for row in section.splitlines() if row.startswith("|"))
+    names = {n for n in {*vars(TaskSpec), *TaskSpec.__annotations__} if not n.startswith("_")}
+    return sorted(n for n in names if not re.search(rf"`{n}[`(]", first_column))
+
+
+def test_every_task_spec_member_is_in_the_docs_table():
+    doc = (NLP_DIR.parent / "docs" / "tasks.md").read_text(encoding="utf-8")
+    assert _undocumented_members(doc) == []
+    # the check can fail: a row taken out leaves its members undocumented
+    rows = [line for line in doc.splitlines() if line.startswith("| `trains_on(ds)`")]
+    assert len(rows) == 1 and _undocumented_members(doc.replace(rows[0], "")) == ["trains_on"]
+
+
 def test_the_problem_type_is_decided_from_the_data_not_from_the_first_batch():
     spec = get_task("text-classification")
     multi = datasets.Dataset.from_dict(
@@ -291,3 +310,61 @@ def test_task_settings_reach_the_head_config():
     spec = get_task("ner")
     assert "use_crf" not in spec.head_config(["O", "B-PER"])
     assert spec.head_config(["O", "B-PER"], None, TokenClassificationSettings(use_crf=True))["use_crf"] is True
+
+
+def test_evaluation_keeps_what_the_spec_declares_argmax_for_vocabulary_sized_logits():
+    import types
+
+    class Correction(TaskSpec):  # a head scoring the vocabulary at every position
+        name = "probe-correction"
+        export_outputs = {"logits": ("batch", "sequence", "vocab")}
+
+    class Tags(Correction):
+        export_outputs = {"logits": ("batch", "sequence", "num_labels")}
+
+    logits = torch.randn(2, 5, 300)
+    out = types.SimpleNamespace(logits=logits)
+    assert torch.equal(Correction().keep_logits(None, out, {}), logits.argmax(-1))  # (2, 5), not (2, 5, 300)
+    assert Tags().keep_logits(None, out, {}) is logits
+    Correction.eval_keeps = "scores"
+    assert Correction().keep_logits(None, out, {}) is logits
+    Tags.eval_keeps = "argmax"
+    assert Tags().keep_logits(None, out, {}).shape == (2, 5)
+    Tags.eval_keeps = "everything"
+    with pytest.raises(ConfigError, match="eval_keeps is 'everything'; valid: auto, scores, argmax"):
+        Tags()
+
+
+def test_distillation_targets_are_declared_not_guessed_and_several_result_fields_are_allowed():
+    class Undeclared(TaskSpec):
+        name = "probe-undeclared"
+        export_outputs = {"logits": ("batch", "choices")}
+
+    with pytest.raises(ConfigError, match="the probe-undeclared task declares no distillation targets"):
+        Undeclared().distill_targets(None)
+    assert get_task("qa").distill_targets(None) == {"start_logits": "softmax", "end_logits": "softmax"}
+    assert get_task("ner").distill_targets(None) == {"logits": "softmax"}
+    assert get_task("feature-extraction").distill_targets(None) == {"sentence_embedding": "mse"}
+    assert get_task("feature-extraction").result_fields == ("embedding", "lexical_weights")
+    assert get_task("ner").result_fields == ("entities",)
+
+    class Wrong(Undeclared):
+        distill_losses = {"logits": "kl"}
+
+    with pytest.raises(ConfigError, match="distill_losses has {'logits': 'kl'}"):
+        Wrong()
+
+
+def test_call_options_are_checked_with_the_option_named_and_the_valid_ones_listed():
+    from nlp.tasks.options import OptionError
+
+    qa = get_task("qa")
+    assert qa.check_options({"top_k": 3, "doc_stride": 64}, "predict", max_length=128) == {"top_k": 3, "doc_stride": 64}
+    with pytest.raises(OptionError, match=r"--doc-stride must be an integer >= 1 and <= 128 \(tokens in one window"):
+        qa.check_options({"doc_stride": 500}, "predict", max_length=128)
+    with pytest.raises(OptionError, match=r"unknown option 'top_k' for question-answering \(valid: --max-answer-length, "
+                                          r"--doc-stride\)"):
+        qa.check_options({"top_k": 2}, "evaluate")  # not an evaluation option
+    with pytest.raises(OptionError, match="handle_impossible_answer must be true or false, got 'yes'"):
+        qa.check_options({"handle_impossible_answer": "yes"}, "serve", where="{name}")
+    assert get_task("text-classification").check_options({"top_k": None}, "predict") == {"top_k": None}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nlp.tasks.serving import ServingAdapter, int_param
+from nlp.tasks.serving import ServingAdapter
 
 __all__ = ["ClassificationAdapter"]
 
@@ -15,11 +15,10 @@ _LABEL = {"type": "object", "properties": {"label": {"type": "string"}, "score":
 
 
 class ClassificationAdapter(ServingAdapter):
-    parameters = {"top_k": "how many labels to return per text, best first (default 1; null: all)"}
     output_description = "the top_k labels, best first, per text (a list of them for a list of texts)"
 
-    def check_params(self, params: dict[str, Any], served: Any) -> None:
-        int_param(params, "top_k", minimum=1, allow_none=True)
+    def call_key(self, params: dict[str, Any]) -> tuple:
+        return ()  # every request shares the forward: `shape` cuts each answer to its top_k
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
         # every label's score, so that requests asking for different top_k share one forward

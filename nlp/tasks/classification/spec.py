@@ -14,6 +14,7 @@ from nlp.tasks.classification.heads import ErnieForSequenceClassification
 from nlp.tasks.classification.metrics import classification_metrics, multilabel_metrics, regression_metrics
 from nlp.tasks.classification.preprocess import preprocess_classification
 from nlp.tasks.classification.serving import ClassificationAdapter
+from nlp.tasks.options import CallOption
 from nlp.tasks.spec import TaskSpec
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -42,8 +43,11 @@ class ClassificationSpec(TaskSpec):
     optional_input_fields = ("text_pair",)
     augment_columns = ("text", "text_pair")  # sentence-level: the labels point at no token
     export_outputs = {"logits": ("batch", "num_labels")}
+    distill_losses = {"logits": "softmax"}  # single-label; `distill_targets` says so per problem type
     result_field = "labels"
     serving = ClassificationAdapter()
+    call_options = (CallOption("top_k", int, 1, "how many labels to return per text, best first (null: all)",
+                               minimum=1, nullable=True),)
     reader = staticmethod(read_classification)
     preprocess = staticmethod(preprocess_classification)
     metric = staticmethod(classification_metrics)
@@ -104,7 +108,7 @@ class ClassificationSpec(TaskSpec):
                                    labels=range(len(label_names or [])) or None)
         return {k: float(v) for k, v in m.items() if k != "per_class"}
 
-    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
+    def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int | None = 1) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{} for _ in records]
         paired = [i for i, r in enumerate(records) if "text_pair" in r]
         single = [i for i, r in enumerate(records) if "text_pair" not in r]

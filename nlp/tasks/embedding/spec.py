@@ -44,9 +44,11 @@ class EmbeddingSpec(TaskSpec):
     has_label_set = False
     packable = False  # the texts of an example are encoded side by side, not packed
     export_outputs = {"sentence_embedding": ("batch", "hidden")}
+    distill_losses = {"sentence_embedding": "mse"}  # a vector, regressed
     export_agreement = "cosine"  # an argmax of a vector means nothing
     serving = EmbeddingPredictAdapter()
     result_field = "embedding"
+    result_fields = ("embedding", "lexical_weights")  # the weights: a model with lexical weights only
     reader = staticmethod(read_embedding)
     preprocess = None
     metric = staticmethod(retrieval_metrics)

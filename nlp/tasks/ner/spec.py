@@ -48,6 +48,7 @@ class TokenClassificationSpec(TaskSpec):
     architecture_suffix = "ForTokenClassification"
     label_column = "ner_tags"
     export_outputs = {"logits": ("batch", "sequence", "num_labels")}
+    distill_losses = {"logits": "softmax"}  # per-token tag emissions: a distribution over the tags
     result_field = "entities"
     settings = TokenClassificationSettings
     serving = TokenClassificationAdapter()

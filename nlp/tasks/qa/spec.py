@@ -16,7 +16,8 @@ from nlp.tasks.qa.heads import ErnieForQuestionAnswering
 from nlp.tasks.qa.metrics import cmrc2018_metrics
 from nlp.tasks.qa.postprocess import postprocess_qa
 from nlp.tasks.qa.preprocess import preprocess_qa
-from nlp.tasks.qa.serving import QuestionAnsweringAdapter
+from nlp.tasks.options import CallOption
+from nlp.tasks.qa.serving import QA_MAX_TOP_K, QuestionAnsweringAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -25,6 +26,9 @@ __all__ = ["QuestionAnsweringSpec", "QuestionAnsweringSettings", "QUESTION_ANSWE
 
 # Questions paired with the check texts of an export (each text a context).
 _CHECK_QUESTIONS = ["这是哪里？", "谁说的？", "评价怎么样？", "为什么？"]
+
+
+_IN_A_WINDOW = " (tokens in one window of this model)"  # why a QA option stops at max_length
 
 
 @dataclass
@@ -66,7 +70,17 @@ class QuestionAnsweringSpec(TaskSpec):
     result_field = "answer"
     settings = QuestionAnsweringSettings
     serving = QuestionAnsweringAdapter()
+    call_options = (
+        CallOption("top_k", int, 1, "answers per question (more than 1: a list per question)", minimum=1,
+                   maximum=QA_MAX_TOP_K, why_maximum=" (the span search's n-best width)"),
+        CallOption("max_answer_length", int, 30, "longest answer in tokens", minimum=1, maximum="max_length",
+                   why_maximum=_IN_A_WINDOW, uses=("predict", "serve", "evaluate")),
+        CallOption("handle_impossible_answer", bool, False, "answer \"\" when no span beats [CLS]"),
+        CallOption("doc_stride", int, 128, "tokens shared by consecutive windows of a long context", minimum=1,
+                   maximum="max_length", why_maximum=_IN_A_WINDOW, uses=("predict", "serve", "evaluate")),
+    )
     export_outputs = {"start_logits": ("batch", "sequence"), "end_logits": ("batch", "sequence")}
+    distill_losses = {"start_logits": "softmax", "end_logits": "softmax"}  # distributions over positions
     reader = staticmethod(read_squad)
     preprocess = staticmethod(preprocess_qa)
     metric = staticmethod(cmrc2018_metrics)

@@ -29,9 +29,10 @@ class MultipleChoicePipeline(Pipeline):
     def _row(self, out: dict[str, np.ndarray], j: int, length: int) -> Any:
         return out["logits"][j]
 
-    def __call__(self, question: str | Sequence[str], choices: Sequence[str] | Sequence[Sequence[str]]
-                 ) -> dict | list[dict]:
-        """{"label": index, "choice": text, "score", "scores"} per question (softmax over its choices)."""
+    def __call__(self, question: str | Sequence[str], choices: Sequence[str] | Sequence[Sequence[str]],
+                 *, min_score: float = 0.0) -> dict | list[dict]:
+        """{"label": index, "choice": text, "score", "scores"} per question (softmax over its choices);
+        the label and choice are None where the best choice's probability is below `min_score`."""
         questions, single = as_batch(question, "question")
         lists = [list(choices)] if single else [list(c) for c in choices]
         if len(lists) != len(questions):
@@ -54,6 +55,7 @@ class MultipleChoicePipeline(Pipeline):
             e = np.exp(logits - logits.max())
             p = e / e.sum()
             best = int(p.argmax())
-            results.append({"label": best, "choice": options[best], "score": float(p[best]),
-                            "scores": [float(x) for x in p]})
+            sure = float(p[best]) >= min_score
+            results.append({"label": best if sure else None, "choice": options[best] if sure else None,
+                            "score": float(p[best]), "scores": [float(x) for x in p]})
         return results[0] if single else results

@@ -41,7 +41,7 @@ class MultipleChoiceAdapter(ServingAdapter):
         return [("中" * half, ["中" * half, "中" * half])] * max(1, n // 2)
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
-        return served.pipeline([q for q, _ in items], [c for _, c in items])
+        return served.pipeline([q for q, _ in items], [c for _, c in items], **dict(key))
 
     def input_schema(self) -> dict[str, Any]:
         return {"oneOf": [_ITEM, {"type": "array", "items": _ITEM}]}

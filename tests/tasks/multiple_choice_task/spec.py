@@ -9,6 +9,7 @@ import numpy as np
 
 from nlp._common import DataError
 from nlp._settings import Problem
+from nlp.tasks.options import CallOption
 from nlp.tasks.spec import TaskSettings, TaskSpec
 
 from .collate import MultipleChoiceCollator
@@ -50,8 +51,12 @@ class MultipleChoiceSpec(TaskSpec):
     result_field = "answer"
     settings = MultipleChoiceSettings
     serving = MultipleChoiceAdapter()
+    # a call option of the task's own: `nlp predict --min-score`, the server's parameters.min_score
+    call_options = (CallOption("min_score", float, 0.0, "no answer (null label and choice) where the best "
+                               "choice's probability is below this", minimum=0.0, maximum=1.0),)
     export_input_axes = {n: ("batch", "choices", "sequence") for n in TaskSpec.export_inputs}
     export_outputs = {"logits": ("batch", "choices")}
+    distill_losses = {"logits": "softmax"}  # a distribution over the choices
     reader = staticmethod(read_multiple_choice)
     preprocess = None
     metric = staticmethod(_accuracy)
