@@ -1,14 +1,14 @@
-"""The compression Pareto tables of the shipped sentiment and NER models (issue 27): quality, size
+"""The compression Pareto tables of the shipped sentiment and NER models: quality, size
 and speed.
 
     python benchmarks/compress.py --quick                 # every row runs (figures meaningless)
-    /work/quiet python benchmarks/compress.py --shape ernie-3.0-mini-zh   # a preset's shape, random weights: speed only
-    /work/quiet python benchmarks/compress.py --static-variants     # static int8: which nodes stay float
-    /work/quiet python benchmarks/compress.py \\
+    python benchmarks/compress.py --shape ernie-3.0-mini-zh   # a preset's shape, random weights: speed only
+    python benchmarks/compress.py --static-variants     # static int8: which nodes stay float
+    python benchmarks/compress.py \\
         --plain-run runs/student-plain --distilled-run runs/student-distilled
     python benchmarks/compress.py --task ner --accuracy-only \\
         --plain-run runs/ner-student-plain --distilled-run runs/ner-student-3l     # F1 and sizes
-    /work/quiet python benchmarks/compress.py --task ner --no-scores \\
+    python benchmarks/compress.py --task ner --no-scores \\
         --plain-run runs/ner-student-plain --distilled-run runs/ner-student-3l     # speed alone
 
 --task sentiment: the teacher is nlp/assets/ernie-tiny-zh-sentiment (6 layers), the students runs
@@ -161,10 +161,11 @@ def _texts(rows) -> list[str]:
 
 def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentiment"],
             rows: tuple[str, ...] | None = None, width: Path | None = None,
-            teacher: Path | None = None) -> dict[str, Path]:
+            teacher: Path | None = None, stand_in: bool = False) -> dict[str, Path]:
     """Each row's model: a model directory (PyTorch rows) or an export directory (built once into
     `work`, reused by later calls). `teacher`: a model or run directory in place of the task's
-    shipped model."""
+    shipped model. `stand_in` (--quick): a student or width run that does not exist is replaced by
+    a 2-layer cut of the teacher, so that every row runs on a fresh clone (figures meaningless)."""
     from nlp.deploy import export_model
     from nlp.tasks.model_dirs import find_model_dir
     from nlp.train.calibration import calibration_split
@@ -173,8 +174,9 @@ def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentim
     work.mkdir(parents=True, exist_ok=True)
     rows = rows or task.rows
     models = {"teacher": lambda: find_model_dir(teacher) if teacher else _teacher(task),
-              "plain": lambda: find_model_dir(plain), "distilled": lambda: find_model_dir(distilled),
-              "width": lambda: find_model_dir(width)}
+              "plain": lambda: _run_model(plain, "--plain-run", stand_in, work, task, teacher),
+              "distilled": lambda: _run_model(distilled, "--distilled-run", stand_in, work, task, teacher),
+              "width": lambda: _run_model(width, "--width-run", stand_in, work, task, teacher)}
 
     def pruned() -> Path:
         target = work / "distilled-pruned"
@@ -200,6 +202,46 @@ def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentim
             export_model(source, target, quantize=quantize, force=target.exists(), **kw)
         out[row] = target
     return out
+
+
+# the command that makes each run a row reads (docs/compress.md has the whole sequence)
+_RUN_COMMANDS = {
+    "--plain-run": "nlp finetune recipes/sentiment-reviews.yaml model.name=runs/sentiment-narrow-ft/model "
+                   "tokenizer.name=runs/sentiment-narrow-ft/model model.layer_map=[0,1] train.output_dir=runs/student-plain",
+    "--distilled-run": "the `train.output_dir=runs/student-distilled` command of docs/compress.md (a distilled student)",
+    "--width-run": "`nlp prune-width` then the `train.output_dir=runs/sentiment-narrow-ft` command of docs/compress.md",
+}
+
+
+def _run_model(path: Path, flag: str, stand_in: bool, work: Path, task: Task, teacher: Path | None) -> Path:
+    """The model directory of a run a row reads; with `stand_in`, a 2-layer cut of the teacher where
+    the run does not exist; else SystemExit naming the flag and the command that makes the run."""
+    from nlp.tasks.model_dirs import find_model_dir
+
+    if Path(path).expanduser().exists() or not stand_in:
+        if not Path(path).expanduser().exists():
+            raise SystemExit(f"{flag} {str(path)!r} does not exist: make it with {_RUN_COMMANDS[flag]}, give "
+                             f"{flag} DIR, or run `python benchmarks/compress.py --quick`, which stands a 2-layer "
+                             "cut of the teacher in for missing runs")
+        return find_model_dir(path)
+    target = work / "quick-stand-in"
+    if not (target / "config.json").is_file():
+        from nlp.tokenizer import load_tokenizer
+
+        source = find_model_dir(teacher) if teacher else _teacher(task)
+        from nlp.models import select_layers
+
+        select_layers(_head_of(source).from_pretrained(source), [0, 1]).save_pretrained(target)
+        load_tokenizer(source).save_pretrained(target)
+    print(f"--quick: {flag} {path} does not exist; a 2-layer cut of the teacher stands in", file=sys.stderr)
+    return target
+
+
+def _head_of(model_dir: Path) -> type:
+    from nlp.tasks.model_dirs import task_of_model
+    from nlp.tasks.registry import get_task
+
+    return get_task(task_of_model(model_dir)).head
 
 
 def vocab_sizes(work: Path) -> None:
@@ -386,7 +428,7 @@ def main() -> None:
     p.add_argument("--path", default=None, help=argparse.SUPPRESS)
     p.add_argument("--no-scores", action="store_true",
                    help="time only, no test metric (NER's F1 over two test splits takes longer than the timing: "
-                        "score them with --accuracy-only outside /work/quiet); also each row's later rounds")
+                        "score them with --accuracy-only on a busy machine); also each row's later rounds")
     p.add_argument("--score-samples", type=int, default=None, help=argparse.SUPPRESS)  # NER's scored examples
     args = p.parse_args()
     task = TASKS[args.task]
@@ -410,7 +452,7 @@ def main() -> None:
     if args.accuracy_only:
         args.rounds = 1
     paths = prepare(work, Path(args.plain_run), Path(args.distilled_run), task, tuple(args.rows), Path(args.width_run),
-                    Path(args.teacher) if args.teacher else None)
+                    Path(args.teacher) if args.teacher else None, stand_in=args.quick)
     if args.prepare_only:
         for row, path in paths.items():
             print(f"{row}: {path}")
@@ -459,7 +501,7 @@ def report(best: dict[str, dict], args: argparse.Namespace) -> None:
 
 
 def targets(best: dict[str, dict], columns: list[str]) -> list[str]:
-    """Issue 27's targets, for the rows that ran: differences in points per scored column, and
+    """The compression targets (docs/compress.md), for the rows that ran: differences in points per scored column, and
     throughput ratios."""
     t, d, s, pl = (best.get(k) for k in ("teacher-fp32", "teacher-int8-dyn", "teacher-int8-static", "student-plain"))
     dist, b16 = best.get("student-distilled"), best.get("teacher-bf16")
@@ -469,7 +511,7 @@ def targets(best: dict[str, dict], columns: list[str]) -> list[str]:
             return "-"
         return ", ".join(f"{100 * (a['scores'][c] - b['scores'][c]):+.2f}" for c in columns)
 
-    out = ["targets (issue 27):"]
+    out = ["targets (docs/compress.md):"]
     if dist and pl:
         out.append(f"  distilled - plain student           {points(dist, pl)} points (target >= +1)")
     if dist and t:

@@ -30,7 +30,7 @@ of benchmarks/model.py, which defaults to 3). Wall time covers data loading, fea
 training and the final dev/test evaluation. Memory: "peak MiB" is the resident set sampled every
 20 ms while the side runs, above its size when the side started (after imports); "max RSS" is the
 child process's whole peak (ru_maxrss), imports included.
-Target (issue 6 section 5): ours >= 1.5x less wall time at equal dev accuracy (within 0.5 points).
+Target: ours >= 1.5x less wall time at equal dev accuracy (within 0.5 points).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ padded to their longest), batch-1 latency p50 and p99 (ms per text). The sides a
 round is reported (highest throughput, lowest p50, lowest p99). A process per side: in one process, the sides' allocator and thread-pool
 state leak into each other (benchmarks/model.py measured transformers 20-35% slower in-process).
 
-The ratios printed at the end are the targets of issue 16: int8 >= 3x transformers fp32
+The ratios printed at the end are the targets (docs/deploy.md): int8 >= 3x transformers fp32
 throughput and >= 1.0x our best PyTorch path; int8 batch-1 p50 <= 0.4x transformers; int8
 file <= 30% of fp32. Never run it next to another busy process: the figures become noise.
 """
@@ -256,7 +256,7 @@ def report(name: str, best: dict[str, dict], fp32: int, int8: int, args: argpars
         print(f"{side:20s} {r['tokens_per_s']:16,.0f} {r['p50_ms']:13.2f} {r['p99_ms']:13.2f}")
     hf, q = best.get("transformers-fp32"), best.get("ort-int8")
     ours = [best[s] for s in ("ours-fp32", "ours-auto") if s in best and "tokens_per_s" in best[s]]
-    print("targets (issue 16):")
+    print("targets:")
     if hf and q and "tokens_per_s" in hf and "tokens_per_s" in q:
         print(f"  int8 / transformers fp32 throughput  {q['tokens_per_s'] / hf['tokens_per_s']:5.2f}x  (target >= 3.0x)")
         print(f"  int8 / transformers fp32 p50 latency {q['p50_ms'] / hf['p50_ms']:5.2f}x  (target <= 0.4x)")

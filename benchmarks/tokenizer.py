@@ -1,4 +1,4 @@
-"""Tokenizer benchmarks, both sides in one process, printing ratios (issue 2, section 6).
+"""Tokenizer benchmarks, both sides in one process, printing ratios.
 
     python benchmarks/tokenizer.py           # full corpora (35k reviews + 19k People's Daily lines)
     python benchmarks/tokenizer.py --quick   # a few thousand lines, for a smoke run

@@ -2,14 +2,14 @@
 # Install the offline Chinese NLP peers that benchmarks/lexical.py scores, each in its own venv
 # (their pins conflict with ours and with each other), outside the repository:
 #
-#     benchmarks/peers/install.sh                 # every tool, into /work/peers-venvs
+#     benchmarks/peers/install.sh                 # every tool, into $PEERS_VENVS (default ~/.cache/nlp-peers)
 #     PEERS_VENVS=~/peers benchmarks/peers/install.sh jieba thulac   # some tools, elsewhere
 #
-# Recipes from /work/shared/peers/README.md: pkuseg's sdist does not build on Python 3.11
+# Why the recipes differ: pkuseg's sdist does not build on Python 3.11
 # (longintrepr.h), so it gets a Python 3.8 venv (pyenv's python3.8); the others take 3.11.
 # Versions are pinned to the ones the published figures were measured with.
 set -euo pipefail
-ROOT="${PEERS_VENVS:-/work/peers-venvs}"
+ROOT="${PEERS_VENVS:-$HOME/.cache/nlp-peers}"
 PY311="${PY311:-python3.11}"
 PY38="${PY38:-$(command -v pyenv >/dev/null && PYENV_VERSION=3.8.18 pyenv which python3.8 2>/dev/null || echo python3.8)}"
 mkdir -p "$ROOT"

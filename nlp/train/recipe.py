@@ -25,9 +25,9 @@ while reading the data, still before the model is built or a step is taken.
 The task section is built as its task's own settings class (`TaskSpec.settings`, a
 `TaskSettings` subclass: QA's `doc_stride` and `max_answer_length`, NER's `label_all_tokens`,
 `long_sentences` and `use_crf`), so an unknown key gets the task's valid keys and a did-you-mean.
-Those knobs used to sit in the data section: `data.doc_stride` & co. still work, moved to
-`task.` with a deprecation warning (`migrate_recipe`); in a task without that knob they are
-refused, naming the new key.
+A data-section key named in `MOVED_TO_TASK` (`data.doc_stride`: how older recipes and run
+directories spell a task setting) is read as that task setting with a deprecation warning
+(`migrate_recipe`); in a task without that setting it is refused, naming the task key.
 """
 
 from __future__ import annotations
@@ -131,8 +131,7 @@ class DataSection(Settings):
     max_length: int = 128  # tokens per example (QA: per window); longer inputs are truncated
     max_train_samples: int | None = None  # use the first N training examples (quick runs)
     max_eval_samples: int | None = None  # the first N of dev and test
-    # (the task's own knobs, formerly here: doc_stride, max_answer_length, label_all_tokens,
-    # long_sentences, are in the task section now: task.doc_stride, ...)
+    # a task's own knobs (task.doc_stride, ...) are in the task section, not here
 
     def problems(self) -> Iterator[Problem]:
         for name in ("max_length", "max_train_samples", "max_eval_samples"):

@@ -473,10 +473,10 @@ def test_overwrite_replaces_atomically(tmp_path, good_src):
 
 
 # ------------------------------------------------------------------------------------------
-# Against real PaddleNLP (optional: needs paddlepaddle + paddlenlp in /work/paddle-venv)
+# Against real PaddleNLP (optional: $NLP_PADDLE_PYTHON, a Python with paddlepaddle + paddlenlp)
 # ------------------------------------------------------------------------------------------
 
-PADDLE_PY = Path(os.environ.get("NLP_PADDLE_PYTHON", "/work/paddle-venv/bin/python"))
+PADDLE_PY = Path(os.environ.get("NLP_PADDLE_PYTHON", str(Path.home() / ".cache" / "nlp-paddle-venv" / "bin" / "python")))
 
 _PADDLE_SCRIPT = r'''
 import sys, numpy as np, paddle
@@ -505,7 +505,7 @@ np.savez(f"{out}/outputs.npz", **res)
 '''
 
 
-@pytest.mark.skipif(not PADDLE_PY.exists(), reason="paddlepaddle + paddlenlp venv not installed at /work/paddle-venv")
+@pytest.mark.skipif(not PADDLE_PY.exists(), reason="no Python with paddlepaddle + paddlenlp: set $NLP_PADDLE_PYTHON to one")
 def test_against_real_paddlenlp(tmp_path):
     """Models saved by paddlenlp's own save_pretrained convert and give paddle's outputs (<= 1e-5)."""
     script = tmp_path / "gen.py"
