@@ -15,9 +15,11 @@ from nlp.models import ErnieConfig
 from nlp.tasks.backend import TorchBackend
 from nlp.tasks.registry import get_task
 from nlp.tokenizer import UnigramTokenizer, build_unigram_backend
+from nlp.tasks.lexical import lexical_labels
 
 TASKS = {"text-classification": dict(num_labels=3), "token-classification": dict(num_labels=5),
-         "question-answering": dict(num_labels=2), "feature-extraction": dict(extra={"prompts": {"query": "问："}})}
+         "question-answering": dict(num_labels=2), "feature-extraction": dict(extra={"prompts": {"query": "问："}}),
+         "lexical-analysis": dict(id2label=dict(enumerate(lexical_labels())))}
 
 
 def _model_dir(tmp_path, task):
