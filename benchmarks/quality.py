@@ -165,6 +165,7 @@ def retrieval_baselines(dsd, model: str, args: argparse.Namespace) -> dict:
     from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
     from nlp.tasks.embedding.metrics import rank_metrics
     from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline
+    from nlp.tasks.embedding.prompts import PASSAGE, QUERY
 
     model_dir = resolve(model)
     encoder = FeatureExtractionPipeline(ErnieForSentenceEmbedding.from_pretrained(model_dir, pooling="mean"),
@@ -175,7 +176,11 @@ def retrieval_baselines(dsd, model: str, args: argparse.Namespace) -> dict:
         gold = list(range(len(queries)))
         out.setdefault("TF-IDF char 1-3-gram", {})[split] = rank_metrics(_tfidf_scores(queries, documents), gold)
         out.setdefault("BM25 char 1-2-gram", {})[split] = rank_metrics(_bm25_scores(queries, documents), gold)
-        q, d = encoder(queries), encoder(documents)
+        # a model that declares prompts (e5's "query: " / "passage: ") gets them by role, as search does
+        q = encoder._encode(queries, False, truncate=False, stride=None, normalize=True,
+                            prompt=encoder.prompts.for_role(QUERY))[0]
+        d = encoder._encode(documents, False, truncate=False, stride=None, normalize=True,
+                            prompt=encoder.prompts.for_role(PASSAGE))[0]
         out.setdefault(f"{model} mean-pooled, not fine-tuned", {})[split] = rank_metrics(q @ d.T, gold)
     return out
 
