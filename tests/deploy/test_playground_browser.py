@@ -298,6 +298,48 @@ def test_similarity_draws_one_bar_per_sentence_and_vectors_their_size(browser, e
         assert _console_errors(browser) == []
 
 
+def test_typed_options_become_widgets_and_typed_values(browser):
+    """A task from outside the package (tests/deploy/label_choice_task.py) whose options declare
+    their types and bounds: the form has a number field with those bounds, a checkbox, a list
+    field; the page checks the bounds before sending; the values arrive typed (the server
+    refuses strings); the answer's shape (zero-shot's) picks its renderer."""
+    env = nlp_env({"NLP_TASK_PLUGINS": "label_choice_task"}, paths=[Path(__file__).parent])
+    model = ASSETS / "ernie-tiny-zh-sentiment"
+    text = "这家餐厅的服务非常好"
+    with cli_server(model.name, (*SERVE_ARGS, "--task", "label-choice-test"), env=env, cwd=model.parent) as url:
+        _open(browser, url)
+        top_k = browser.find_element(By.ID, "opt-top_k")
+        assert (top_k.get_attribute("type"), top_k.get_attribute("min"), top_k.get_attribute("max"),
+                top_k.get_attribute("placeholder")) == ("number", "1", "5", "5")
+        normalize = browser.find_element(By.ID, "opt-normalize")
+        assert normalize.get_attribute("type") == "checkbox" and normalize.is_selected()
+        helps = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#options .help")]
+        assert any("1 to 5" in h and "default 5" in h for h in helps) and any("comma-separated" in h for h in helps)
+        # out of bounds: the page says so and sends nothing
+        requests_before = _requests(url)
+        status = _run(browser, text, top_k="9")
+        assert status == "top_k must be between 1 and 5, got 9"
+        assert _requests(url) == requests_before
+        # a list (full-width comma too), an integer and an unticked box, sent as their JSON types
+        normalize.click()
+        assert _run(browser, text, top_k="1", candidate_labels="negative，positive").startswith("200")
+        assert _requests(url) == requests_before + 1  # the count above can tell
+        assert _renderer(browser) == "zero-shot"
+        want = _api(url, text, {"candidate_labels": ["negative", "positive"], "top_k": 1, "normalize": False})
+        rows = browser.find_elements(By.CSS_SELECTOR, "#result .bar-row")
+        assert [(r.get_attribute("data-label"), float(r.get_attribute("data-score"))) for r in rows] == \
+            [(label, pytest.approx(score, abs=1e-6)) for label, score in zip(want["labels"], want["scores"])]
+        assert want["scores"][0] < 1  # not normalised: the page sent false, not the default
+        assert _console_errors(browser) == []
+
+
+def _requests(url: str) -> int:
+    """POST /predict requests the server has answered (its /metrics)."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+               if line.startswith('nlp_serve_requests_total{endpoint="/predict"'))
+
+
 # --------------------------------------------------------------------------- the token
 
 
