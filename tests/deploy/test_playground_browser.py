@@ -298,6 +298,30 @@ def test_similarity_draws_one_bar_per_sentence_and_vectors_their_size(browser, e
         assert _console_errors(browser) == []
 
 
+def test_question_answering_marks_the_answer_in_the_context(browser, tmp_path):
+    """Inputs that are objects (question and context): one field each; the answer marked in the
+    context by its offsets (a fresh, seeded head: the answer is whatever span it picks)."""
+    import torch
+
+    from nlp.tasks import ErnieForQuestionAnswering
+    from nlp.tokenizer import load_tokenizer
+
+    torch.manual_seed(0)
+    model = tmp_path / "ernie-tiny-zh-qa"
+    ErnieForQuestionAnswering.from_pretrained(ASSETS / "ernie-tiny-zh").save_pretrained(model)
+    load_tokenizer(ASSETS / "ernie-tiny-zh").save_pretrained(model)
+    question, context = "张三在哪里工作？", "张三在北京大学工作，李四在上海的一家公司工作。"
+    with _serve(model) as url:
+        _open(browser, url)
+        assert _run(browser, {"question": question, "context": context}).startswith("200")
+        assert _renderer(browser) == "answer"
+        want = _api(url, {"question": question, "context": context})
+    assert browser.find_element(By.CSS_SELECTOR, "#result .answer-text").text == want["answer"]
+    assert _marks(browser) == [(want["start"], want["end"], "answer", context[want["start"]:want["end"]])]
+    assert context[want["start"]:want["end"]] == want["answer"]
+    assert _console_errors(browser) == []
+
+
 def test_typed_options_become_widgets_and_typed_values(browser):
     """A task from outside the package (tests/deploy/label_choice_task.py) whose options declare
     their types and bounds: the form has a number field with those bounds, a checkbox, a list
