@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,20 @@ from nlp.tasks.backend import Backend, TorchBackend
 from nlp.tasks.model_io import EXPORT_MANIFEST, MODEL_INPUTS, feature_length
 from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
 
-__all__ = ["Pipeline", "MODEL_INPUTS", "CPU_PAD_MULTIPLE", "as_batch", "check_unicode", "fitting_pad_multiple"]
+__all__ = ["Pipeline", "MODEL_INPUTS", "CPU_PAD_MULTIPLE", "TOKENLESS", "as_batch", "check_unicode",
+           "fitting_pad_multiple"]
 
 logger = logging.getLogger(__name__)
 
 # what a PyTorch model on the CPU pads each batch's length up to, by default (Pipeline._auto_pad_multiple)
 CPU_PAD_MULTIPLE = 8
+# A character every tokenizer of this toolkit makes a token of (or [UNK]): a text holding one
+# has tokens without running the tokenizer, which only the rest (an odd text) then needs.
+_SURELY_TOKENS = re.compile(r"[0-9A-Za-z\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# What a text with no tokens is (blank, or only characters the tokenizer drops), said once for
+# every task's message.
+TOKENLESS = ("has no tokens: it is blank or holds only characters the tokenizer drops (controls such as NUL, "
+             "format characters such as ZWSP or BOM, variation selectors, lone combining marks)")
 
 
 def _short(value: Any) -> str:
@@ -124,6 +133,34 @@ class Pipeline:
         limit = min(tokenizer.model_max_length, self.config.max_sequence_length)
         self.max_length = min(max_length or 512, limit)
         self.pad_to_multiple_of = self._auto_pad_multiple() if pad_to_multiple_of == "auto" else pad_to_multiple_of
+
+    # What the pipeline answers for a text with no tokens (`tokenless`): "error" where an answer
+    # would be the model's output for [CLS] [SEP] alone, the same for every such text and so
+    # silently wrong (a vector, a label); "empty" where nothing in the text is the right answer
+    # (no entities, no words, no answer span).
+    on_tokenless: str = "empty"
+
+    def tokenless(self, texts: Sequence[str]) -> list[int]:
+        """The indices of the texts the tokenizer makes no token of."""
+        suspects = [i for i, t in enumerate(texts) if not _SURELY_TOKENS.search(t)]
+        if not suspects:
+            return []
+        enc = self.tokenizer([texts[i] for i in suspects], add_special_tokens=False)
+        return [i for i, ids in zip(suspects, enc["input_ids"]) if not ids]
+
+    def check_tokens(self, texts: Sequence[str], what: str, single: bool) -> None:
+        """DataError naming the first text with no tokens, for a pipeline whose answer to one
+        would be silently wrong (`on_tokenless = "error"`)."""
+        if self.on_tokenless != "error":
+            return
+        bad = self.tokenless(texts)
+        if bad:
+            i = bad[0]
+            name = what if single else f"{what} {i}"
+            more = f" (and {len(bad) - 1} more: {', '.join(map(str, bad[1:6]))}{', ...' if len(bad) > 6 else ''})" \
+                if len(bad) > 1 else ""
+            raise DataError(f"{name} {_short(texts[i])} {TOKENLESS}{more}; a {self.task} answer to it would be the "
+                            "same for every such text. Drop such texts, or give text with some content")
 
     def _auto_pad_multiple(self) -> int | None:
         """`pad_to_multiple_of="auto"`: CPU_PAD_MULTIPLE for a PyTorch model on the CPU, else None.

@@ -91,9 +91,28 @@ def predict_rows(pipe: Any, rows: list[dict[str, Any] | None], task: str | TaskS
     spec = _spec(task)
     options = spec.check_options(options or {}, "predict", max_length=getattr(pipe, "max_length", None),
                                  where="{name}")
+    _refuse_tokenless(pipe, rows, spec)
     todo = [r for r in rows if r is not None]
     results = iter(spec.predict(pipe, todo, **options) if todo else [])
     return [{"text": "", **spec.empty_prediction()} if r is None else {**r, **next(results)} for r in rows]
+
+
+def _refuse_tokenless(pipe: Any, rows: list[dict[str, Any] | None], spec: TaskSpec) -> None:
+    """DataError naming the first input line whose text has no tokens, for a pipeline that
+    refuses one (`on_tokenless = "error"`: its answer would be the same for every such text);
+    the pipeline's own error would count only the non-blank lines."""
+    if getattr(pipe, "on_tokenless", "empty") != "error":
+        return
+    for field in spec.input_fields:
+        numbered = [(n, r[field]) for n, r in enumerate(rows, 1) if r is not None and isinstance(r.get(field), str)]
+        bad = pipe.tokenless([text for _, text in numbered])
+        if bad:
+            n, text = numbered[bad[0]]
+            more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
+            raise DataError(f"input line {n}: {field} {text[:20]!r} has no tokens{more}: it holds only characters "
+                            "the tokenizer drops (controls such as NUL, format characters such as ZWSP or BOM), so "
+                            f"a {spec.name} answer to it would be the same for every such text. Make the line blank "
+                            "(an empty result) or remove it")
 
 
 def check_training_format(task: str | TaskSpec) -> TaskSpec:

@@ -35,7 +35,7 @@ from nlp._common import did_you_mean
 from nlp.tasks.options import CallOption, OptionError, check_options
 
 __all__ = ["Limits", "Parsed", "RequestError", "ServingAdapter", "FieldsAdapter",
-           "as_list", "check_text", "int_param", "split_outputs", "windows", "short"]
+           "as_list", "check_text", "int_param", "refuse_tokenless", "split_outputs", "windows", "short"]
 
 
 class RequestError(Exception):
@@ -101,6 +101,23 @@ def check_text(value: Any, where: str, limits: Limits) -> str:
     except UnicodeEncodeError as err:  # a lone surrogate escaped in the JSON ("\ud800")
         raise RequestError(422, f"{where} is not valid Unicode text: {err.reason} at character {err.start}") from None
     return value
+
+
+def refuse_tokenless(served: Any, texts: Sequence[str], wheres: Sequence[str]) -> None:
+    """422 naming the first text the served model's tokenizer makes no token of (only characters
+    it drops: NUL, ZWSP, BOM, U+FE0F, a lone combining mark): as `check_text` refuses a blank one,
+    since such a text is blank to the model (its answer would be the model's for [CLS] [SEP]
+    alone). A pipeline without a tokenizer (`tokenless`) is not asked."""
+    tokenless = getattr(getattr(served, "pipeline", None), "tokenless", None)
+    if tokenless is None or not texts:
+        return
+    bad = tokenless(list(texts))
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise RequestError(422, f"{wheres[bad[0]]} has no tokens{more}: it holds only characters the tokenizer drops "
+                                f"({short(texts[bad[0]])}: controls such as NUL, format characters such as ZWSP or "
+                                "BOM, variation selectors, lone combining marks), so it is blank to the model; "
+                                "send text with some content")
 
 
 def int_param(params: dict, name: str, *, minimum: int, allow_none: bool = False, maximum: int | None = None,
@@ -175,7 +192,9 @@ class ServingAdapter:
             raise RequestError(422, str(err)) from None
         self.check_params(params, served)
         raw, single = as_list(body_inputs, "inputs", limits)
-        items = [self.item(x, f"inputs[{i}]" if not single else "inputs", limits) for i, x in enumerate(raw)]
+        wheres = ["inputs" if single else f"inputs[{i}]" for i in range(len(raw))]
+        items = [self.item(x, where, limits) for x, where in zip(raw, wheres)]
+        self.check_tokens(items, wheres, served)
         costs = [self.cost(x, params, served.max_length) for x in items]
         return Parsed(items, single, params, self.call_key(params),
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
@@ -185,6 +204,10 @@ class ServingAdapter:
 
     def item(self, value: Any, where: str, limits: Limits) -> Any:
         return check_text(value, where, limits)
+
+    def check_tokens(self, items: list[Any], wheres: list[str], served: Any) -> None:
+        """422 for an input with no tokens (`refuse_tokenless`)."""
+        refuse_tokenless(served, items, wheres)
 
     def cost(self, item: Any, params: dict[str, Any], max_length: int) -> tuple[int, int]:
         """(windows, tokens of the longest window) of one input."""
@@ -253,6 +276,10 @@ class FieldsAdapter(ServingAdapter):
             if k not in value:
                 raise RequestError(422, f"{where} lacks {k!r}")
         return tuple(check_text(value[k], f"{where}.{k}", limits) for k in self.fields)
+
+    def check_tokens(self, items: list[Any], wheres: list[str], served: Any) -> None:
+        for k, field in enumerate(self.fields):
+            refuse_tokenless(served, [it[k] for it in items], [f"{w}.{field}" for w in wheres])
 
     def cost(self, item: Any, params: dict[str, Any], max_length: int) -> tuple[int, int]:
         return 1, min(sum(map(len, item)) + 1 + len(item), max_length)

@@ -139,6 +139,8 @@ def reference_analyse(pipe, texts, stride=None):
         words = words_from_tags(text, per_char)
         if len(pipe.user_dict):
             words = reference_user_words(pipe, text, words, positions, em)
+        if not any(em[1]):  # a text with no tokens has no words, as a blank one
+            words = []
         out.append(words)
     return out
 

@@ -22,6 +22,7 @@ class TextClassificationPipeline(Pipeline):
 
     task = "text-classification"
     head_class = ErnieForSequenceClassification
+    on_tokenless = "error"  # the label of [CLS] [SEP] alone is the model's prior, not an answer
 
     def __call__(self, texts: str | Sequence[str], text_pair: str | Sequence[str] | None = None,
                  *, top_k: int | None = 1) -> list[dict] | list[list[dict]]:
@@ -34,6 +35,9 @@ class TextClassificationPipeline(Pipeline):
                 raise DataError(f"{len(batch)} texts but {len(pairs)} text pairs")
         if not batch:
             return []
+        self.check_tokens(batch, "text", single)
+        if pairs is not None:
+            self.check_tokens(pairs, "text_pair", single)
         enc = self.tokenizer(batch, pairs, truncation=True, max_length=self.max_length)
         feats = [{k: enc[k][i] for k in MODEL_INPUTS if k in enc} for i in range(len(batch))]
         cfg = self.config

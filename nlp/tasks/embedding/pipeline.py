@@ -13,8 +13,9 @@ of its windows' pooled vectors weighted by their token counts (mean pooling over
 text where windows do not overlap), then normalised. An index keeps a row per window of a long
 text instead, and a search scores the text by the mean of its best window's score and its
 windows' mean score (`windows="max+mean"`; `windows="max"`: the best window alone, MaxP). A
-blank text is an error naming it (an embedding of nothing would be the [CLS]/[SEP] vector, a
-silently wrong answer); `[]` gives an empty (0, H) array.
+text with no tokens (blank, or only characters the tokenizer drops: NUL, ZWSP, BOM, U+FE0F, a
+lone combining mark) is an error naming it (an embedding of nothing would be the [CLS]/[SEP]
+vector, the same for all of them: a silently wrong answer); `[]` gives an empty (0, H) array.
 
 A model trained with lexical weights (config.json `lexical_weights: true`, heads.py) also gives
 each text a sparse vector, {token id: weight}: per window the largest weight of each distinct
@@ -62,6 +63,7 @@ class FeatureExtractionPipeline(Pipeline):
 
     task = "feature-extraction"
     head_class = ErnieForSentenceEmbedding
+    on_tokenless = "error"  # the [CLS] [SEP] vector is no embedding of the text
 
     def _make_collator(self, multiple: int | None) -> Any:
         return TextGroupCollator(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
@@ -163,10 +165,7 @@ class FeatureExtractionPipeline(Pipeline):
         the model was trained; every later window gets the prompt's tokens after its first
         special token (the windows are cut that much shorter to make room)."""
         check_unicode(texts, "text", single)
-        for i, text in enumerate(texts):
-            if not text.strip():
-                raise DataError(f"{'text' if single else f'text {i}'} is blank; an embedding needs some text "
-                                "(drop blank texts before embedding them)")
+        self.check_tokens(texts, "text", single)
         if not texts:
             return []
         prompt_ids = self._prompt_ids(prompt) if prompt and not truncate else []

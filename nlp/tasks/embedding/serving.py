@@ -26,7 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nlp.tasks.serving import Limits, Parsed, RequestError, ServingAdapter, as_list, check_text, short, windows
+from nlp.tasks.serving import (Limits, Parsed, RequestError, ServingAdapter, as_list, check_text, refuse_tokenless,
+                               short, windows)
 
 __all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "EmbedSparseAdapter", "SimilarityAdapter"]
 
@@ -125,7 +126,9 @@ class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
         normalize, truncate = _bool(payload, "normalize", True), _bool(payload, "truncate", False)
         prompt_name = _prompt_name(payload, served)
         raw, single = as_list(payload["inputs"], "inputs", limits)
-        items = [check_text(x, "inputs" if single else f"inputs[{i}]", limits) for i, x in enumerate(raw)]
+        wheres = ["inputs" if single else f"inputs[{i}]" for i in range(len(raw))]
+        items = [check_text(x, where, limits) for x, where in zip(raw, wheres)]
+        refuse_tokenless(served, items, wheres)
         costs = [_text_cost(t, truncate, served.max_length) for t in items]
         return Parsed(items, single, {}, (("normalize", normalize), ("truncate", truncate),
                                           ("prompt_name", prompt_name)),
@@ -165,6 +168,8 @@ class SimilarityAdapter(_TeiErrors):
             raise RequestError(422, f"inputs.sentences must be a list of texts, got {short(inputs['sentences'])}")
         sentences, _ = as_list(inputs["sentences"], "inputs.sentences", limits)
         sentences = [check_text(s, f"inputs.sentences[{i}]", limits) for i, s in enumerate(sentences)]
+        refuse_tokenless(served, [source, *sentences],
+                         ["inputs.source_sentence", *(f"inputs.sentences[{i}]" for i in range(len(sentences)))])
         costs = [_text_cost(t, False, served.max_length) for t in (source, *sentences)]
         return Parsed([(source, sentences)], True, {}, (), rows=sum(r for r, _ in costs),
                       row_tokens=max(t for _, t in costs))
@@ -219,7 +224,9 @@ class EmbedSparseAdapter(_TeiErrors):
             raise RequestError(422, "the body lacks \"inputs\"")
         truncate = _bool(payload, "truncate", False)
         raw, single = as_list(payload["inputs"], "inputs", limits)
-        items = [check_text(x, "inputs" if single else f"inputs[{i}]", limits) for i, x in enumerate(raw)]
+        wheres = ["inputs" if single else f"inputs[{i}]" for i in range(len(raw))]
+        items = [check_text(x, where, limits) for x, where in zip(raw, wheres)]
+        refuse_tokenless(served, items, wheres)
         costs = [_text_cost(t, truncate, served.max_length) for t in items]
         return Parsed(items, single, {}, (("truncate", truncate),),
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))

@@ -16,7 +16,9 @@ CRF), so a word is never cut where two windows meet and no character is lost or 
 
 Offsets index the text as given: ``text[w["start"]:w["end"]] == w["word"]``. White space is in
 no word and ends the word before it; every other character (emoji, Latin, digits, full-width
-forms, zero-width characters) is in exactly one word (`nlp.tasks.lexical.tags.words_from_tags`).
+forms, zero-width characters) is in exactly one word (`nlp.tasks.lexical.tags.words_from_tags`),
+except in a text with no tokens at all (only characters the tokenizer drops, as ZWSP or NUL),
+which has no words, as a blank text has none.
 User dictionaries: nlp/tasks/lexical/userdict.py. A model directory that holds a word lexicon
 (lexicon.tsv, nlp/tasks/lexical/lexicon.py) is decoded with it (`lexicon=False`: without;
 `lexicon=PATH` or a `WordLexicon`: another one).
@@ -76,6 +78,7 @@ class LexicalAnalysisPipeline(Pipeline):
         self._pos_of = [n[2:] for n in names]  # label id -> POS
         self._label_ids = {(n[0], n[2:]): i for i, n in enumerate(names)}  # (B/I/E/S, POS) -> label id
         self.user_dict = UserDictionary.load(user_dict)
+        self.user_dict.require_tags(dict.fromkeys(self._pos_of))
         self.lexicon = self._load_lexicon(lexicon, model, tokenizer)
         self._lexicon_tags = LexicalTagIndex.of(self._names) if self.lexicon is not None else None
 
@@ -133,6 +136,8 @@ class LexicalAnalysisPipeline(Pipeline):
                 words = words_from_tags(text, self._char_tags(len(text), positions, em[1], ids))
             if len(self.user_dict):
                 words = self._apply_user_dict(text, words, positions, em)
+            if not em[1].any():  # no tokens (as a blank text): no words, not a guess per character
+                words = []
             out.append(words)
         return out
 

@@ -35,7 +35,8 @@ class QuestionAnsweringPipeline(Pipeline):
         """{"answer", "score", "start", "end"} per question (a list of `top_k` of them when top_k > 1).
 
         With `handle_impossible_answer`, the answer is "" when [CLS] outscores every span.
-        A blank question or context has no answer: {"answer": "", "score": 0.0, "start": 0, "end": 0}.
+        A question or context with no tokens (blank, or only characters the tokenizer drops) has
+        no answer: {"answer": "", "score": 0.0, "start": 0, "end": 0}.
         """
         questions, single = as_batch(question, "question")
         contexts, _ = as_batch(context, "context")
@@ -47,8 +48,9 @@ class QuestionAnsweringPipeline(Pipeline):
             return []
         none = {"answer": "", "score": 0.0, "start": 0, "end": 0}
         results: list[Any] = [dict(none) for _ in questions]
-        # a blank question or context has no answer (and is not a window to run)
-        todo = [i for i, (q, c) in enumerate(zip(questions, contexts)) if q.strip() and c.strip()]
+        # a question or context with no tokens has no answer (and is not a window to run)
+        empty = set(self.tokenless(questions)) | set(self.tokenless(contexts))
+        todo = [i for i in range(len(questions)) if i not in empty]
         if not todo:
             return results[0] if single else results
         stride = min(doc_stride, self.max_length // 2)

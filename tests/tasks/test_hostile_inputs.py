@@ -1,0 +1,231 @@
+"""The task paths under hostile use, beside the server and export suites
+(tests/deploy/test_serve_hostile.py, tests/deploy/test_export_hostile.py): texts with no tokens
+on every task, in the pipelines, `nlp predict` and the server; user dictionaries; the cost the
+server charges for what it processes. Models are the shipped ernie-tiny-zh ones (fresh heads
+where a task ships none)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+import torch
+
+import nlp
+from nlp._common import DataError
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "deploy"))
+import _serve_fixtures as fx  # noqa: E402
+
+from nlp.deploy.server_config import ServeConfig  # noqa: E402
+
+pytestmark = pytest.mark.timeout(600)
+
+ASSETS = Path(nlp.__file__).parent / "assets"
+LEXICAL = ASSETS / "ernie-tiny-zh-lexical"
+# texts the tokenizer makes no token of: each is blank to the model
+TOKENLESS = ["\u200b", "\x00", "\ufeff", "\x01\x02", "\ufe0f", "\u0301", "   ", ""]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile-models")
+    out = fx.build_models(root)
+    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+    from nlp.tokenizer import load_tokenizer
+
+    torch.manual_seed(0)
+    d = root / "feature-extraction"
+    ErnieForSentenceEmbedding.from_pretrained(fx.ASSET, lexical_weights=True).save_pretrained(d)
+    load_tokenizer(fx.ASSET).save_pretrained(d)
+    out["feature-extraction"] = d
+    return out
+
+
+# ------------------------------------------------------------ texts with no tokens: pipelines
+
+@pytest.mark.parametrize("text", TOKENLESS)
+def test_an_embedding_of_a_text_with_no_tokens_is_an_error_naming_it(models, text):
+    emb = nlp.pipeline("feature-extraction", model=str(models["feature-extraction"]))
+    with pytest.raises(DataError, match="text .* has no tokens"):
+        emb(text)
+    with pytest.raises(DataError, match="text 1 .* has no tokens"):
+        emb(["今天天气很好", text])
+    with pytest.raises(DataError, match="has no tokens"):
+        emb.lexical_weights(["好", text])
+    sim = nlp.pipeline("sentence-similarity", model=str(models["feature-extraction"]))
+    with pytest.raises(DataError, match="has no tokens"):
+        sim("今天天气很好", ["天气不错", text])
+    with pytest.raises(DataError, match="has no tokens"):
+        sim.search(text, ["天气不错"])
+    with pytest.raises(DataError, match="text 1 .* has no tokens"):
+        sim.index(["天气不错", text])
+
+
+@pytest.mark.parametrize("text", TOKENLESS[:6])
+def test_classification_of_a_text_with_no_tokens_is_an_error_not_the_prior(models, text):
+    clf = nlp.pipeline("text-classification", model=str(models["text-classification"]))
+    with pytest.raises(DataError, match="text 1 .* has no tokens"):
+        clf(["服务很好", text])
+    with pytest.raises(DataError, match="text_pair .* has no tokens"):
+        clf("服务很好", text_pair=text)
+    assert len(clf("服务很好")) == 1
+
+
+def test_span_tasks_give_nothing_for_a_text_with_no_tokens_as_for_a_blank_one(models):
+    """NER, lexical analysis, POS tagging and segmentation: no entities, no words; QA: no answer."""
+    ner = nlp.pipeline("ner", model=str(models["token-classification"]))
+    assert ner(TOKENLESS) == [[] for _ in TOKENLESS]
+    lac = nlp.pipeline("lexical-analysis", model=str(LEXICAL))
+    assert lac(TOKENLESS) == [{"words": [], "entities": []} for _ in TOKENLESS]  # was one 'w' word per character
+    mixed = lac(["我爱北京", "\u200b", "北京\u200b"])
+    assert mixed[1]["words"] == [] and [w["word"] for w in mixed[2]["words"]][-1].endswith("\u200b")
+    assert nlp.pipeline("pos-tagging", model=str(LEXICAL))(TOKENLESS[:6]) == [[] for _ in TOKENLESS[:6]]
+    assert nlp.pipeline("word-segmentation", model=str(LEXICAL))(TOKENLESS[:6]) == [[] for _ in TOKENLESS[:6]]
+    qa = nlp.pipeline("qa", model=str(models["question-answering"]))
+    none = {"answer": "", "score": 0.0, "start": 0, "end": 0}
+    for text in TOKENLESS:
+        assert qa(question=text, context="张三在北京工作") == none
+        assert qa(question="谁在北京？", context=text) == none
+
+
+def test_an_int8_export_refuses_a_text_with_no_tokens_as_pytorch_does(models, tmp_path):
+    from nlp.deploy import export_model
+
+    out = export_model(models["feature-extraction"], tmp_path / "int8", quantize="int8").out
+    emb = nlp.pipeline("feature-extraction", model=str(out))
+    assert emb(["好"]).shape[0] == 1
+    for text in TOKENLESS[:6]:
+        with pytest.raises(DataError, match="text 1 .* has no tokens"):
+            emb(["好", text])
+
+
+def test_nlp_predict_names_the_line_of_a_text_with_no_tokens(models, tmp_path, capsys):
+    from nlp.cli import main
+
+    src = tmp_path / "in.txt"
+    src.write_text("今天天气很好\n\n\u200b\n", encoding="utf-8")
+    assert main(["predict", str(models["feature-extraction"]), "--input", str(src), "--output", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
+    err = capsys.readouterr().err
+    assert "line 3" in err and "has no tokens" in err and "Traceback" not in err
+    # a task whose answer to such a text is "nothing" answers it as a blank line
+    assert main(["predict", str(LEXICAL), "--input", str(src), "--output", str(tmp_path / "lex.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "lex.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 3 and rows[2]["analysis"] == rows[1]["analysis"] == {"words": [], "entities": []}
+    assert rows[0]["analysis"]["words"]
+
+
+# ------------------------------------------------------------ texts with no tokens: the server
+
+@pytest.fixture(scope="module")
+def embed_url(models):
+    config = ServeConfig(model=str(models["feature-extraction"]), precision="fp32")
+    with fx.running(config) as url:
+        yield url
+
+
+@pytest.mark.parametrize("text", TOKENLESS[:6])
+def test_every_embedding_route_refuses_a_text_with_no_tokens_naming_field_and_index(embed_url, text):
+    cases = [("/embed", {"inputs": text}, "inputs has no tokens"),
+             ("/embed", {"inputs": ["好", text]}, r"inputs\[1\] has no tokens"),
+             ("/embed_sparse", {"inputs": ["好", "好", text]}, r"inputs\[2\] has no tokens"),
+             ("/similarity", {"inputs": {"source_sentence": text, "sentences": ["好"]}},
+              "inputs.source_sentence has no tokens"),
+             ("/similarity", {"inputs": {"source_sentence": "好", "sentences": ["好", text]}},
+              r"inputs.sentences\[1\] has no tokens"),
+             ("/predict", {"inputs": ["好", text]}, r"inputs\[1\] has no tokens")]
+    for route, body, match in cases:
+        r = httpx.post(embed_url + route, json=body, timeout=60)
+        assert r.status_code == 422, (route, r.text)
+        message = r.json().get("error") if route != "/predict" else r.json()["message"]
+        import re
+
+        assert re.search(match, message), (route, message)
+    assert httpx.post(embed_url + "/embed", json={"inputs": ["好", "坏"]}, timeout=60).status_code == 200
+
+
+def test_other_tasks_on_the_server_refuse_a_text_with_no_tokens_as_they_refuse_a_blank_one(models):
+    for task, body, match in (("text-classification", {"inputs": ["好", "\u200b"]}, r"inputs\[1\] has no tokens"),
+                              ("token-classification", {"inputs": "\x00"}, "inputs has no tokens"),
+                              ("question-answering", {"inputs": [{"question": "谁？", "context": "\ufeff"}]},
+                               r"inputs\[0\].context has no tokens")):
+        with fx.running(ServeConfig(model=str(models[task]), precision="fp32")) as url:
+            r = httpx.post(url + "/predict", json=body, timeout=60)
+            assert r.status_code == 422 and match.replace("\\", "") in r.json()["message"], r.text
+            blank = httpx.post(url + "/predict", json={"inputs": "   "}, timeout=60)
+            assert blank.status_code == 422
+
+
+# ------------------------------------------------------------ user dictionaries (lexical pipelines)
+
+@pytest.mark.parametrize("space", [" ", "\t", "\n", "\u00a0", "\u3000"])
+def test_a_user_word_with_internal_white_space_is_refused_naming_it(space):
+    from nlp.tasks.lexical.userdict import UserDictionary
+
+    word = f"飞{space}桨"
+    with pytest.raises(DataError, match="holds white space"):
+        UserDictionary.load([word])
+    with pytest.raises(DataError, match="holds white space"):
+        UserDictionary.load([(word, "nz")])
+    with pytest.raises(DataError, match="holds white space"):
+        UserDictionary({word: None})
+    with pytest.raises(DataError, match="holds white space"):
+        nlp.pipeline("lexical-analysis", model=str(LEXICAL), user_dict=[word])
+
+
+def test_a_forced_pos_outside_the_tag_set_is_refused_with_the_valid_set_and_a_did_you_mean():
+    lac = nlp.pipeline("lexical-analysis", model=str(LEXICAL), user_dict=[("飞桨", "nz")])
+    assert [w["pos"] for w in lac("我用飞桨")["words"] if w["word"] == "飞桨"] == ["nz"]
+    with pytest.raises(DataError, match=r"'NOTATAG', which is not one of the model's tags: Ag, a, .*nz"):
+        nlp.pipeline("lexical-analysis", model=str(LEXICAL), user_dict=[("飞桨", "NOTATAG")])
+    with pytest.raises(DataError, match="Did you mean 'nz'"):
+        nlp.pipeline("pos-tagging", model=str(LEXICAL), user_dict={"飞桨": "nzz"})
+    with pytest.raises(DataError, match="not one of the model's tags"):
+        lac.add_word("百度", "ORG")
+    assert "百度" not in lac.user_dict
+
+
+def test_a_user_dictionary_file_with_a_bad_pos_is_refused(tmp_path):
+    path = tmp_path / "words.txt"
+    path.write_text("飞桨 10 nz\n百度 5 XX\n", encoding="utf-8")
+    with pytest.raises(DataError, match="'XX', which is not one of"):
+        nlp.pipeline("lexical-analysis", model=str(LEXICAL), user_dict=str(path))
+
+
+def test_a_user_word_with_a_lone_surrogate_is_refused():
+    from nlp.tasks.lexical.userdict import UserDictionary
+
+    with pytest.raises(DataError, match="lone surrogate '\\\\ud800' at character 1"):
+        UserDictionary.load(["飞\ud800桨"])
+
+
+def test_a_bytes_path_is_read_as_a_path(tmp_path):
+    from nlp._common import ConfigError
+    from nlp.tasks.lexical.userdict import UserDictionary
+
+    path = tmp_path / "words.txt"
+    path.write_text("飞桨 nz\n", encoding="utf-8")
+    assert UserDictionary.load(bytes(path)).items() == [("飞桨", "nz")]
+    with pytest.raises(ConfigError, match="'/no/such/words.txt' is not a file"):
+        UserDictionary.load(b"/no/such/words.txt")
+
+
+def test_matching_a_long_user_word_costs_a_few_steps_per_character():
+    """A 10,000-character entry: every length of it was tried at each character of a text of its
+    first character (the square of the entry's length per character); the automaton makes at most
+    two transitions per character amortised, whatever the entries' lengths."""
+    from nlp.tasks.lexical.userdict import UserDictionary
+
+    d = UserDictionary.load(["北京", "北京大学", "中" * 10_000 + "国", "中国"])
+    for n in (2_000, 8_000, 20_000):
+        text = "中" * n
+        assert d.find(text) == [] and d.steps <= 2 * n
+        start = n - 10_000 if n >= 10_000 else n - 1  # the long word where it fits, else 中国
+        assert d.find(text + "国") == [(start, n + 1, None)] and d.steps <= 2 * (n + 1)
+    assert d.find("中" * 10_000 + "国") == [(0, 10_001, None)]
+    assert d.find("我在北京大学工作，北京") == [(2, 6, None), (9, 11, None)]
