@@ -189,7 +189,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     from nlp.tasks import get_task, list_tasks
     from nlp.tasks import pipeline as task_pipeline
     from nlp.tasks.backend import Backend
-    from nlp.tasks.model_dirs import find_model_dir
+    from nlp.tasks.model_dirs import find_model_dir, trained_max_length
 
     if not isinstance(task, str):
         raise TypeError(f"task must be a str such as {', '.join(map(repr, list_tasks()))}; "
@@ -219,6 +219,8 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
                         f"got {type(tokenizer).__name__} {tokenizer!r:.60}")
     tokenizer_dir = resolve(tokenizer, **hub_kwargs) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
     if isinstance(model_dir, Path):
+        if kwargs.get("max_length") is None:  # the run's training length, as nlp serve and nlp predict use
+            kwargs["max_length"] = trained_max_length(model_dir)
         _advise_backend(model_dir, kwargs.get("device"))
         if _is_export_dir(model_dir):
             model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir

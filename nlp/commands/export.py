@@ -68,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
         from nlp.deploy.quantize import keep_fp32_groups
 
         given = () if args.keep_fp32.strip() == "none" else [g.strip() for g in args.keep_fp32.split(",") if g.strip()]
+        if given == []:  # "" or ",": no group named, which is not "none" (quantize every group) said on purpose
+            raise ConfigError(f"--keep-fp32 {args.keep_fp32!r} is empty: name the node groups to leave in float, "
+                              "comma-separated (e.g. classifier,layernorm,softmax), write none to quantize every "
+                              "group, or leave --keep-fp32 out for the measured default")
         try:
             keep_fp32 = keep_fp32_groups(args.quantize, given)
         except ValueError as err:

@@ -8,6 +8,7 @@ EPILOG = """examples:
   nlp prune-vocab runs/sentiment-reviews --out runs/sentiment-small           # the run's train + dev texts
   nlp prune-vocab runs/ner --out runs/ner-small --data peoples-daily-1998-ner --split train --split dev
   nlp prune-vocab runs/sentiment-reviews --out runs/s-small --corpus my_reviews.txt --min-count 2
+  nlp prune-vocab nlp/assets/ernie-tiny-zh-lexical --out lexical-small --corpus my_texts.txt   # corpus alone
   nlp export runs/sentiment-small --out export/small-s8 --quantize int8-static --calibration reviews-zh
 
   # a multilingual model's XLM-R vocabulary (250,002 pieces) cut to what Chinese text uses: the
@@ -29,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory")
     p.add_argument("--out", required=True, metavar="DIR", help="the new model directory (must not exist)")
     p.add_argument("--data", action="append", default=None,
-                   help="whose texts: a split of the run's own data (default train), a dataset name or a file "
-                        "(repeatable)")
+                   help="whose texts: a split of the run's own data (default train, unless --corpus or "
+                        "--pretraining-corpus alone is given), a dataset name or a file (repeatable)")
     p.add_argument("--split", action="append", default=None,
                    help="splits of --data to read (repeatable; default: train and dev)")
     p.add_argument("--corpus", action="append", default=[], metavar="FILE",
@@ -43,6 +44,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _corpus_lines(path, given: str) -> list[str]:
+    """The lines of a UTF-8 corpus; DataError naming the file, line and byte of the first byte
+    that is not UTF-8."""
+    from nlp._common import DataError
+
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        offset = err.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        line = raw[:offset].count(b"\n") + 1
+        raise DataError(f"--corpus {given}:{line}: not UTF-8 text (byte {raw[offset:offset + 1]!r} at byte offset "
+                        f"{offset}); save the corpus as UTF-8 (e.g. iconv -f GBK -t UTF-8)") from None
+    return text.splitlines()
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
@@ -52,8 +69,11 @@ def run(args: argparse.Namespace) -> int:
     from nlp.train.vocab_pruning import prune_vocabulary
 
     texts: list[str] = []
+    # --corpus (or --pretraining-corpus) alone takes the texts from there: a model directory,
+    # which has no run data, prunes so
+    alone = args.data is None and not args.split and (args.corpus or args.pretraining_corpus)
     splits = args.split or ["train", "dev"]
-    for source in args.data or ["train"]:
+    for source in [] if alone else args.data or ["train"]:
         for split in splits:
             data = split if source == "train" and split in ("train", "dev", "test") else source
             scoring, _ = scoring_split(args.model, data, split=split, task=args.task)
@@ -69,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         path = Path(corpus).expanduser()
         if not path.is_file():
             raise ConfigError(f"--corpus {corpus!r} is not a file")
-        texts += path.read_text(encoding="utf-8").splitlines()
+        texts += _corpus_lines(path, corpus)
     r = prune_vocabulary(args.model, texts, args.out, min_count=args.min_count, task=args.task)
     print(f"kept {r.kept:,} of {r.vocab_before:,} tokens (seen in {r.texts:,} texts); wrote {r.out}")
     print(f"  parameters {r.param_bytes_before / 1e6:.2f} MB -> {r.param_bytes_after / 1e6:.2f} MB in fp32 "

@@ -10,6 +10,8 @@ config.json as the model class writes it, and the tokenizer files copied byte fo
 from __future__ import annotations
 
 import shutil
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,8 @@ from nlp._common import ConfigError, atomic_write, sha256_file
 from ._int8_weights import INT8_FORMAT, quantize_rows
 from ._modeling import WEIGHTS_NAME, PreTrainedEncoder
 
-__all__ = ["TOKENIZER_FILES", "WEIGHT_FORMATS", "write_release_copy", "file_digests"]
+__all__ = ["TOKENIZER_FILES", "WEIGHT_FORMATS", "WeightStorage", "weight_storage", "save_stored_as",
+           "write_release_copy", "file_digests"]
 
 # the files a tokenizer directory may hold (WordPiece and jieba+BPE hybrid alike)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
@@ -50,6 +53,48 @@ def write_release_copy(model: PreTrainedEncoder, src_dir: str | Path, dst_dir: s
     for name in TOKENIZER_FILES:
         if (src / name).is_file():
             shutil.copyfile(src / name, dst / name)
+
+
+@dataclass(frozen=True)
+class WeightStorage:
+    """How a model.safetensors stores its weights: `weights` "int8" (2-D weights as int8 rows,
+    `quantize_rows`) or "float", with the float tensors in `dtype`."""
+
+    weights: str
+    dtype: torch.dtype
+
+
+def weight_storage(path: str | Path) -> WeightStorage:
+    """The storage of a weights file, so that a command rewriting a model (vocabulary or width
+    pruning) writes it the same way: int8 rows stay int8 rows (fp32 would be four times the
+    size), fp16 stays fp16. The float dtype is the one most of its float tensors have (a file of
+    int8 rows keeps its scales and 1-D tensors in fp32); fp32 for a missing file."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        return WeightStorage("float", torch.float32)
+    counts: Counter = Counter()
+    with safe_open(str(path), "pt") as f:
+        int8 = (f.metadata() or {}).get("format") == INT8_FORMAT
+        for key in f.keys():
+            counts[f.get_slice(key).get_dtype()] += 1
+    dtypes = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32}
+    floats = [(n, d) for d, n in counts.items() if d in dtypes]
+    dtype = dtypes[max(floats)[1]] if floats and not int8 else torch.float32
+    return WeightStorage("int8" if int8 else "float", dtype)
+
+
+def save_stored_as(model: PreTrainedEncoder, directory: str | Path, storage: WeightStorage) -> None:
+    """`model.save_pretrained(directory)` with its weights stored as `storage` says (the
+    caller's model is left in its dtype)."""
+    original = next(model.parameters()).dtype
+    try:
+        model.to(storage.dtype).save_pretrained(directory)
+    finally:
+        model.to(original)
+    if storage.weights == "int8":
+        _store_int8(Path(directory) / WEIGHTS_NAME)
 
 
 def _store_int8(path: Path) -> None:

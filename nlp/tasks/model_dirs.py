@@ -28,7 +28,8 @@ from nlp.tasks.model_io import EXPORT_MANIFEST
 from nlp.tasks.registry import get_task, task_of_architecture
 from nlp.tasks.spec import TaskSpec
 
-__all__ = ["ModelLocation", "locate_model", "find_model_dir", "task_of_model", "run_recipe", "EXPORT_MANIFEST"]
+__all__ = ["ModelLocation", "locate_model", "find_model_dir", "task_of_model", "run_recipe", "trained_max_length",
+           "EXPORT_MANIFEST"]
 
 
 
@@ -64,6 +65,14 @@ def run_recipe(model_dir: Path) -> dict[str, Any]:
         if path.is_file():
             return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     return {}
+
+
+def trained_max_length(model_dir: Path) -> int | None:
+    """The max_length a model was trained with (its run's recipe, `data.max_length`), which every
+    way of running it (nlp.pipeline, nlp predict, nlp serve, on PyTorch or an export) windows
+    texts by; None when no recipe says (the pipeline's default then)."""
+    value = (run_recipe(model_dir).get("data") or {}).get("max_length")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _manifest_task(model_dir: Path) -> str | None:

