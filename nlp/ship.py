@@ -18,13 +18,12 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nlp import hub
-from nlp._common import ConfigError
+from nlp._common import ConfigError, temporary_sibling
 from nlp.hub.builtin_cards import builtin_card, write_card_block
 from nlp.hub.registry import find_card
 from nlp.models.release import WEIGHT_FORMATS, file_digests
@@ -104,13 +103,14 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
     dataset = BUILTIN.get(str(run.dataset).lower()) if run.dataset else None
     assets.mkdir(parents=True, exist_ok=True)
     final = assets / name
-    stage = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".shipping", dir=assets))
+    # written whole beside its final place; published by hand below, not by publish_directory:
+    # the cards file joins the swap (the old folder comes back if the card cannot be written)
+    stage = temporary_sibling(final, mode=0o755)  # 0o755: other users of the package read it
     old = None
     try:
         write_release(run, stage, name=name, license=license, weights=weights,
                       base_description=base_card.description if base_card is not None else "",
                       data_source=dataset.source if dataset is not None else "", how_made=how_made)
-        os.chmod(stage, 0o755)  # mkdtemp's 0700 would hide the folder from other users of the package
         for f in stage.iterdir():
             os.chmod(f, 0o644)
         digests = file_digests(stage)
@@ -125,7 +125,7 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
                         f"{run.dataset or 'local files'}{labels}"
                         + (f"; {figures}" if figures else "") + ".")
         if final.exists():
-            old = final.with_name(f".{name}.old-{os.getpid()}")
+            old = final.with_name(f".tmp-{name}~{os.getpid()}.old")  # temporary_target's scheme
             shutil.rmtree(old, ignore_errors=True)  # left by a process killed mid-swap
             os.replace(final, old)
         os.replace(stage, final)

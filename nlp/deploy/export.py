@@ -45,7 +45,6 @@ import logging
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -56,7 +55,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlp._common import ConfigError, DataError, NlpError, current_umask, did_you_mean
+from nlp._common import (ConfigError, DataError, NlpError, did_you_mean, publish_directory, temporary_sibling,
+                         temporary_target)
 from nlp._extras import MissingExtraError, require
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
@@ -285,17 +285,11 @@ def _check_replaceable(out: Path) -> None:
 def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
     """Rename `tmp` to `out`; with `force`, an existing `out` (checked again: an export) is
     removed only once `tmp` is in place."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    if not force:
-        raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
-    _check_replaceable(out)
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    _claim(old)
-    os.replace(out, old / out.name)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
+    if out.exists():
+        if not force:
+            raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
+        _check_replaceable(out)
+    publish_directory(tmp, out, claim_aside=_claim)
 
 
 # A temp directory an export made beside --out holds this file: the pid and host that own it.
@@ -308,14 +302,15 @@ def _claim(tmp: Path) -> None:
 
 
 def _remove_stale_temp_dirs(out: Path) -> list[Path]:
-    """Remove `.OUT.tmp-*` / `.OUT.old-*` beside `out` that an export made (the owner file) and
-    whose process on this host is no longer running; returns what was removed."""
+    """Remove the temporary directories beside `out` (nlp._common's scheme: `.tmp-OUT~*`, the
+    new export or the old one moved aside) that an export made (the owner file) and whose process
+    on this host is no longer running; returns what was removed."""
     removed = []
     if not out.parent.is_dir():
         return removed
-    for p in out.parent.glob(f".{out.name}.*-*"):
+    for p in out.parent.glob(f".tmp-{out.name}~*"):
         owner = p / _OWNER_FILE
-        if not (p.name.startswith((f".{out.name}.tmp-", f".{out.name}.old-")) and owner.is_file()):
+        if temporary_target(p.name) != out.name or not owner.is_file():
             continue
         try:
             pid_text, host = owner.read_text(encoding="ascii").split()
@@ -363,13 +358,11 @@ def _make_temp_dir(out: Path) -> Path:
     """The temp directory beside `out` (created with its parents), or ConfigError in one line
     when `out`'s parent cannot be written: checked before any work."""
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        tmp = temporary_sibling(out)  # a served export is shared: the umask's permissions
     except OSError as err:
         raise ConfigError(f"--out {str(out)!r}: cannot write in {str(out.parent)!r} ({err.strerror or err}); "
                           "choose a directory you can write to") from None
     try:
-        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow DIR; a served export is shared
         _claim(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

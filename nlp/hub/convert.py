@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from filelock import FileLock
 
-from nlp._common import HubError
+from nlp._common import HubError, atomic_directory
 
 __all__ = ["Converter", "convert_once", "get_converter", "is_converted", "register_converter"]
 
@@ -66,18 +64,13 @@ def convert_once(fmt: str, src_dir: Path, dst: Path, converters: Mapping[str, Co
     with FileLock(str(dst.parent / f".{dst.name}.lock")):
         if is_converted(dst):
             return dst
-        tmp = dst.parent / f".{dst.name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
         try:
-            logger.info("converting %s snapshot %s", fmt, src_dir)
-            fn(Path(src_dir), tmp)
-            (tmp / _MARKER).write_text(json.dumps({"format": fmt, "source": str(src_dir)}), encoding="utf-8")
-            if dst.exists():  # a folder left by a crash before the marker was written
-                shutil.rmtree(dst)
-            os.replace(tmp, dst)
+            # replaces a folder left by a crash before the marker was written
+            with atomic_directory(dst) as tmp:
+                logger.info("converting %s snapshot %s", fmt, src_dir)
+                fn(Path(src_dir), tmp)
+                (tmp / _MARKER).write_text(json.dumps({"format": fmt, "source": str(src_dir)}), encoding="utf-8")
         except BaseException as err:
-            shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(err, HubError) or not isinstance(err, Exception):
                 raise
             raise HubError(f"converting the {fmt} snapshot {src_dir} failed: {type(err).__name__}: {err}") from err

@@ -31,7 +31,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -40,7 +39,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
-from nlp._common import ConfigError, DataError, did_you_mean
+from nlp._common import ConfigError, DataError, atomic_directory, did_you_mean
 from nlp.models._pdparams import load_pdparams
 
 __all__ = ["convert_paddle_checkpoint", "convert_paddle_state_dict", "paddle_config_to_hf", "RENAMES"]
@@ -540,22 +539,11 @@ def convert_paddle_checkpoint(
     state = load_pdparams(weights)
     tensors = convert_paddle_state_dict(state, hf_config, source=str(weights))
 
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
-    try:
+    # overwrite=True: the old directory is swapped out only once the new one is complete
+    with atomic_directory(dst) as tmp:
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(hf_config, indent=2, ensure_ascii=False, sort_keys=True) + "\n",
                                          encoding="utf-8")
         _write_tokenizer_files(src, tmp, hf_config)
-        if dst.exists():  # overwrite=True: swap the old directory out only once the new one is complete
-            old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".old", dir=dst.parent))
-            os.replace(dst, old / dst.name)
-            os.replace(tmp, dst)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dst)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     logger.info("converted %s (%d tensors, %s) -> %s", src, len(tensors), hf_config["architectures"][0], dst)
     return dst

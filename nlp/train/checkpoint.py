@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
 import shutil
@@ -35,7 +34,7 @@ import numpy as np
 import safetensors.torch  # noqa: F401  (the tests fail writes through it: nlp.train.checkpoint.safetensors)
 import torch
 
-from nlp._common import ConfigError, atomic_write
+from nlp._common import ConfigError, atomic_write, publish_directory, shared_sibling, temporary_sibling
 from nlp.train.strategies import Strategy, format_of
 from nlp.train.errors import CheckpointWriteError
 from nlp.train.run_dir import describe_os_error
@@ -150,10 +149,10 @@ class CheckpointManager:
         keep_last: int,
     ) -> Path:
         final = self.root / f"step-{state.step:08d}"
-        tmp = self.root / f".tmp-{final.name}"
+        tmp = shared_sibling(final)  # every process writes into it
         previous = self.latest()
         try:
-            failure = self._attempt(self._prepare, tmp) if self.is_main else None
+            failure = self._attempt(temporary_sibling, final, shared=True) if self.is_main else None
             if not self.agree(failure is not None):
                 failure = self._attempt(torch.save, capture_rng(), tmp / f"rng_state_rank{self.rank}.pt")
             if not self.agree(failure is not None):  # may be a collective: every process
@@ -172,27 +171,19 @@ class CheckpointManager:
         return final
 
     @staticmethod
-    def _attempt(fn: Callable[..., Any], *args: Any) -> BaseException | None:
+    def _attempt(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> BaseException | None:
         """Run a write; return the error of a failed one (disk full, read-only, ...)."""
         from torch.distributed.checkpoint import CheckpointException  # a BaseException
 
         try:
-            fn(*args)
+            fn(*args, **kwargs)
         except (OSError, RuntimeError, CheckpointException) as err:  # torch.save: RuntimeError
             return err
         return None
 
-    def _prepare(self, tmp: Path) -> None:
-        if tmp.exists():  # left by a crash in an earlier session
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-
     def _complete(self, tmp: Path, final: Path, state: TrainerState, scheduler: Any) -> None:
         self._write_main_files(tmp, state, scheduler)
-        if final.exists():  # the same step saved again (e.g. eval, then interrupt)
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        _fsync_dir(self.root)
+        publish_directory(tmp, final)  # replaces the same step saved again (e.g. eval, then interrupt)
 
     def _rotate_if_main(self, keep_last: int, best: str | None, newest: str) -> None:
         if self.is_main:
@@ -258,16 +249,3 @@ class CheckpointManager:
                 f"strategy={self.strategy.name}. Resume it with "
                 f"train.distributed.strategy={written_by or 'THE_ONE_THAT_WROTE_IT'}, or start a new output_dir"
             )
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nlp._common import ConfigError, atomic_write
+from nlp._common import ConfigError, atomic_directory, atomic_write, temporary_target
 
 __all__ = ["ENGINE_FILES", "SETTINGS_FILE", "check_output_dir", "claim_output_dir", "describe_os_error",
            "leftovers_of_a_dead_run", "write_run_files"]
@@ -25,8 +25,8 @@ SETTINGS_FILE = "settings.json"
 # What the engine itself writes into OUTPUT_DIR (docs/training.md, "The run directory").
 ENGINE_FILES = frozenset({SETTINGS_FILE, "metrics.jsonl", "summary.json", "loss.png", "lr.png",
                           "eval.png", "tensorboard", "checkpoints"})
-_TEMP = re.compile(r"^\.(?:tmp-(?P<dir>.+)|(?P<file>.+)\.[^.]+\.tmp)$")  # .tmp-NAME, atomic_write's .NAME.XXXX.tmp
-_CHECKPOINT_NAME = re.compile(r"^(?:\.tmp-)?step-\d{8,}$")
+_FILE_TEMP = re.compile(r"^\.(?P<file>.+)\.[^.]+\.tmp$")  # atomic_write's .NAME.XXXX.tmp
+_CHECKPOINT_NAME = re.compile(r"^step-\d{8,}$")
 
 
 def describe_os_error(err: OSError) -> str:
@@ -74,25 +74,24 @@ def leftovers_of_a_dead_run(out: Path, run_files: Sequence[str] = ()) -> tuple[l
     names = sorted(p.name for p in out.iterdir())
     foreign = []
     for name in names:
-        temp = _TEMP.match(name)
-        base = (temp.group("dir") or temp.group("file")) if temp else name
+        file_temp = _FILE_TEMP.match(name)
+        temp = temporary_target(name) or (file_temp.group("file") if file_temp else None)
+        base = temp or name
         if temp is None and SETTINGS_FILE not in names:
             foreign.append(name)
         elif base not in own:
             foreign.append(name)
         elif base == "checkpoints" and (out / name).is_dir():
             foreign += [f"{name}/{p.name}" for p in sorted((out / name).iterdir())
-                        if not _CHECKPOINT_NAME.match(p.name)]
+                        if not _CHECKPOINT_NAME.match(temporary_target(p.name) or p.name)]
     return [n for n in names if n not in foreign and not any(f.startswith(n + "/") for f in foreign)], foreign
 
 
 def write_run_files(out: Path, files: Mapping[str, Any]) -> None:
     """Write the caller's own files into a run directory (fine-tuning's and pretraining's
     recipe.yaml and tokenizer/), each atomically: a str is a text file (atomic_write), anything
-    else is saved with its `save_pretrained(dir)` into `.tmp-NAME` and renamed into place. A
+    else is saved with its `save_pretrained(dir)` into a temporary sibling and renamed into place. A
     directory already there is kept (a resumed run keeps its tokenizer, so its token ids)."""
-    import shutil
-
     out = Path(out)
     for name, value in files.items():
         path = out / name
@@ -102,7 +101,5 @@ def write_run_files(out: Path, files: Mapping[str, Any]) -> None:
             continue
         if path.is_dir():
             continue
-        tmp = out / f".tmp-{name}"  # what leftovers_of_a_dead_run recognises as a temporary
-        shutil.rmtree(tmp, ignore_errors=True)
-        value.save_pretrained(tmp)
-        os.replace(tmp, path)
+        with atomic_directory(path) as tmp:
+            value.save_pretrained(tmp)

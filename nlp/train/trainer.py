@@ -20,8 +20,6 @@ import functools
 import json
 import logging
 import math
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
 
-from nlp._common import ConfigError, did_you_mean
+from nlp._common import ConfigError, atomic_directory, did_you_mean
 from nlp._extras import require
 from nlp.tokenizer.samplers import (
     DistributedBatchSampler,
@@ -341,7 +339,7 @@ class Trainer:
         directory = Path(directory)
         model, full = self.strategy.final_model(), self.strategy.full_state()
         if self.accelerator.is_main_process:
-            with _directory_written_whole(directory) as tmp:
+            with atomic_directory(directory) as tmp:
                 _save_weights(model, tmp, full)
                 for extra in self.saved_with_model:
                     extra.save_pretrained(tmp)
@@ -656,27 +654,6 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- set-up helpers
-
-
-@contextlib.contextmanager
-def _directory_written_whole(directory: Path) -> Iterator[Path]:
-    """Yield a temporary sibling of `directory` (`.tmp-NAME`, which run_dir recognises as a
-    temporary) to write into; on success it replaces `directory` by renames (the old one, which
-    this run wrote, is moved aside first and removed last); on failure it is removed."""
-    tmp = directory.parent / f".tmp-{directory.name}"
-    old = directory.parent / f".tmp-{directory.name}-replaced"
-    for stale in (tmp, old):
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if directory.exists():
-        os.replace(directory, old)
-    os.replace(tmp, directory)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _save_weights(model: torch.nn.Module, directory: Path, full: Mapping[str, torch.Tensor] | None) -> None:

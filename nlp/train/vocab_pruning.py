@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +36,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from nlp._common import ConfigError, current_umask
+from nlp._common import ConfigError, atomic_directory
 from nlp.models import PreTrainedEncoder
 from nlp.models.release import save_stored_as, weight_storage
 from nlp.tasks.model_dirs import locate_model
@@ -175,17 +173,10 @@ def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str |
     _check_same_tokens(tokenizer, new_tok, keep, texts)
     pruned = prune_model_vocab(model, keep)
     storage = weight_storage(where.model_dir / "model.safetensors")  # int8 rows stay int8 rows, fp16 fp16
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp's 0700 would follow the directory
+    with atomic_directory(out) as tmp:
         save_stored_as(pruned, tmp, storage)
         new_tok.save_pretrained(tmp)
         where.spec.copy_model_files(where.model_dir, tmp)  # the task's own files (a lexical model's word lexicon)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     n_params = lambda m: sum(p.numel() for p in m.state_dict().values()) * 4  # noqa: E731
     before = where.model_dir / "model.safetensors"
     logger.info("kept %d of %d tokens", len(keep), model.config.vocab_size)

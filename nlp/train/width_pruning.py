@@ -29,15 +29,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import torch
 
-from nlp._common import ConfigError, DataError, atomic_write, current_umask
+from nlp._common import ConfigError, DataError, atomic_directory
 from nlp.models import PreTrainedEncoder
 from nlp.models.release import save_stored_as, weight_storage
 
@@ -217,19 +215,11 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
               "heads_before": model.config.num_attention_heads, "heads_after": pruned.config.num_attention_heads,
               "neurons_before": model.config.intermediate_size, "neurons_after": pruned.config.intermediate_size,
               "kept_heads": kept["heads"], "kept_neurons": kept["neurons"]}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        os.chmod(tmp, 0o777 & ~current_umask())
+    with atomic_directory(out) as tmp:
         save_stored_as(pruned, tmp, storage)
         scoring.tokenizer.save_pretrained(tmp)
         scoring.spec.copy_model_files(scoring.model_dir, tmp)  # the task's own files (a lexical model's lexicon)
-        with atomic_write(tmp / PRUNING_FILE, "w", encoding="utf-8") as f:
-            f.write(json.dumps(record, indent=1) + "\n")
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        (tmp / PRUNING_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     return WidthPruneResult(out=out, heads_before=record["heads_before"], heads_after=record["heads_after"],
                             neurons_before=record["neurons_before"], neurons_after=record["neurons_after"],

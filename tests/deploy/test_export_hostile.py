@@ -107,7 +107,7 @@ def _wait_for_temp_dir(proc: subprocess.Popen, parent: Path, name: str, seen: se
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stdout.read()
-        new = [p for p in parent.glob(f".{name}.tmp-*") if p not in seen]
+        new = [p for p in parent.glob(f".tmp-{name}~*") if p not in seen]
         if new:
             return new[0]
         time.sleep(0.05)

@@ -197,7 +197,7 @@ def test_prune_width_cli_writes_a_model_that_evaluates_and_exports(tiny_run, tmp
     assert record["examples"] == 24 and len(record["kept_heads"]) == 2 and len(record["kept_neurons"][0]) == 32
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["num_attention_heads"], cfg["attention_head_size"], cfg["intermediate_size"]) == (2, 8, 32)
-    assert (out / "vocab.txt").is_file() and not list(tmp_path.glob(".narrow.tmp-*"))
+    assert (out / "vocab.txt").is_file() and not list(tmp_path.glob(".tmp-narrow~*"))
     # the pruned model scores, and exports: fp32, dynamic and static int8
     dev = yaml.safe_load((tiny_run / "recipe.yaml").read_text())["data"]["files"]["dev"]
     assert main(["evaluate", str(out), "--data", dev, "--split", "dev", "--task", "text-classification"]) == 0

@@ -9,14 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
 from filelock import FileLock
 
-from nlp._common import atomic_write
+from nlp._common import atomic_directory
 from nlp._extras import LazyModule
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -53,19 +51,15 @@ def cached_build(
         with FileLock(str(target) + ".lock"):
             if not stats_file.is_file():  # another process may have built it meanwhile
                 dsd, stats = build()
-                tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
                 quiet = datasets.utils.logging.is_progress_bar_enabled()
                 datasets.disable_progress_bars()  # a cache write is not the user's business
                 try:
-                    dsd.save_to_disk(str(tmp))
-                    with atomic_write(tmp / "nlp_stats.json", "w", encoding="utf-8") as f:
-                        json.dump(stats, f, ensure_ascii=False, indent=1)
-                    if target.exists():
-                        shutil.rmtree(target)
-                    os.replace(tmp, target)
+                    with atomic_directory(target) as tmp:
+                        dsd.save_to_disk(str(tmp))
+                        (tmp / "nlp_stats.json").write_text(json.dumps(stats, ensure_ascii=False, indent=1),
+                                                            encoding="utf-8")
                 finally:
                     if quiet:
                         datasets.enable_progress_bars()
-                    shutil.rmtree(tmp, ignore_errors=True)
     dsd = datasets.load_from_disk(str(target))
     return dsd, json.loads(stats_file.read_text(encoding="utf-8"))

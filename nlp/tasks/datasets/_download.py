@@ -10,8 +10,6 @@ public dataset, and the error says so.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -19,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from nlp._common import DataError
+from nlp._common import DataError, atomic_directory
 from nlp.tasks.datasets.public import PublicDataset
 
 __all__ = ["FileFetcher", "fetch_split"]
@@ -41,10 +39,7 @@ def _where_else(spec: PublicDataset, split: str) -> str:
 
 def _extract(archive: Path, target: Path) -> None:
     """Unpack `archive` into `target` through a temp folder renamed into place (no half-unpacked tree)."""
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_directory(target) as tmp:
         root = tmp.resolve()
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as z:
@@ -58,11 +53,6 @@ def _extract(archive: Path, target: Path) -> None:
                     t.extractall(root, filter="data")
             except tarfile.TarError as err:
                 raise DataError(f"{archive} is neither a zip nor a tar archive ({err})") from err
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def fetch_split(spec: PublicDataset, split: str, *, fetch: FileFetcher | None, local_files_only: bool = False) -> Path:
