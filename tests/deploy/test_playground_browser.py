@@ -187,9 +187,11 @@ def test_classification_draws_labelled_bars_with_the_api_scores(browser, sentime
     _open(browser, sentiment_url)
     _use_token(browser, TOKEN)
     assert browser.find_element(By.ID, "task").text == "text-classification"
-    assert _run(browser, text, top_k="2").startswith("200"), browser.find_element(By.ID, "status").text
+    # top_k is a nullable integer >= 1 (the task's call option): "0" is refused by the page, "null" is every label
+    assert _run(browser, text, top_k="0") == "top_k must be >= 1, got 0"
+    assert _run(browser, text, top_k="null").startswith("200"), browser.find_element(By.ID, "status").text
     assert _renderer(browser) == "labels"
-    want = _api(sentiment_url, text, {"top_k": 2}, token=TOKEN)
+    want = _api(sentiment_url, text, {"top_k": None}, token=TOKEN)
     rows = browser.find_elements(By.CSS_SELECTOR, "#result .bar-row")
     got = [(r.find_element(By.CLASS_NAME, "bar-label").text, float(r.get_attribute("data-score")),
             r.find_element(By.CLASS_NAME, "bar-value").text) for r in rows]
@@ -316,9 +318,17 @@ def test_question_answering_marks_the_answer_in_the_context(browser, tmp_path):
         assert _run(browser, {"question": question, "context": context}).startswith("200")
         assert _renderer(browser) == "answer"
         want = _api(url, {"question": question, "context": context})
-    assert browser.find_element(By.CSS_SELECTOR, "#result .answer-text").text == want["answer"]
-    assert _marks(browser) == [(want["start"], want["end"], "answer", context[want["start"]:want["end"]])]
-    assert context[want["start"]:want["end"]] == want["answer"]
+        assert browser.find_element(By.CSS_SELECTOR, "#result .answer-text").text == want["answer"]
+        assert _marks(browser) == [(want["start"], want["end"], "answer", context[want["start"]:want["end"]])]
+        assert context[want["start"]:want["end"]] == want["answer"]
+        # the task's options, typed: top_k (an integer, at most 20) gives a list of answers
+        top_k = browser.find_element(By.ID, "opt-top_k")
+        assert (top_k.get_attribute("type"), top_k.get_attribute("max")) == ("number", "20")
+        assert browser.find_element(By.ID, "opt-handle_impossible_answer").get_attribute("type") == "checkbox"
+        assert _run(browser, {"question": question, "context": context}, top_k="2").startswith("200")
+        want = _api(url, {"question": question, "context": context}, {"top_k": 2})
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#result .answer-text")] == [a["answer"] for a in want]
+    assert len(want) == 2 and _renderer(browser) == "answer"
     assert _console_errors(browser) == []
 
 

@@ -75,10 +75,17 @@
     return out;
   }
 
+  // A JSON schema type, and whether null is allowed too ({"type": ["integer", "null"]})
+  function typeOf(s) {
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    return {type: types.find((t) => t !== "null"), nullable: types.includes("null")};
+  }
+
   function optionKind(s) {
+    const {type} = typeOf(s);
     if (Array.isArray(s.enum)) return "enum";
-    if (s.type === "boolean") return "boolean";
-    if (s.type === "integer" || s.type === "number") return "number";
+    if (type === "boolean") return "boolean";
+    if (type === "integer" || type === "number") return "number";
     if (isTextList(s)) return "list";
     if (s.type === "object" || s.type === "array") return "json";
     return "any";  // no type declared: JSON when it parses (2, null, [..]), else the text
@@ -88,11 +95,20 @@
     const bits = [];
     if (s.description) bits.push(s.description);
     if ("default" in s) bits.push(`default ${JSON.stringify(s.default)}`);
-    if ("minimum" in s || "maximum" in s) bits.push(`${s.minimum ?? "…"} to ${s.maximum ?? "…"}`);
+    const bound = bounds(s);
+    if (bound) bits.push(bound);
+    if (typeOf(s).nullable) bits.push("or null");
     const kind = optionKind(s);
     if (kind === "list") bits.push("comma-separated");
     if (kind === "json" || kind === "any") bits.push("JSON");
     return bits.join("; ");
+  }
+
+  function bounds(s) {
+    if ("minimum" in s && "maximum" in s) return `${s.minimum} to ${s.maximum}`;
+    if ("minimum" in s) return `>= ${s.minimum}`;
+    if ("maximum" in s) return `<= ${s.maximum}`;
+    return "";
   }
 
   function optionWidget(opt) {
@@ -101,8 +117,14 @@
     const common = {id, "data-option": opt.name, oninput: () => { opt.dirty = true; }, onchange: () => { opt.dirty = true; }};
     switch (optionKind(s)) {
       case "boolean": return el("input", {...common, type: "checkbox", checked: s.default === true});
-      case "number": return el("input", {...common, type: "number", step: s.type === "integer" ? "1" : "any",
-                                          min: s.minimum, max: s.maximum, placeholder: "default" in s ? String(s.default) : ""});
+      case "number": {
+        const placeholder = "default" in s ? JSON.stringify(s.default) : "";
+        // a number field cannot hold null: a nullable number is typed as text ("3" or "null")
+        return typeOf(s).nullable
+          ? el("input", {...common, type: "text", inputMode: "numeric", placeholder})
+          : el("input", {...common, type: "number", step: typeOf(s).type === "integer" ? "1" : "any",
+                         min: s.minimum, max: s.maximum, placeholder});
+      }
       case "enum": return el("select", common, el("option", {value: "", text: "(default)"}),
                              s.enum.map((v) => el("option", {value: JSON.stringify(v), text: String(v)})));
       case "json": return el("textarea", {...common, rows: 3, placeholder: "default" in s ? JSON.stringify(s.default) : "JSON"});
@@ -141,12 +163,16 @@
       case "enum": return raw ? JSON.parse(raw) : undefined;
       case "number": {
         if (!raw) return undefined;
+        const {type, nullable} = typeOf(s);
+        if (nullable && raw === "null") return null;
         const v = Number(raw);
-        if (!Number.isFinite(v) || (s.type === "integer" && !Number.isInteger(v))) {
-          throw new FormError(`${opt.name} must be ${s.type === "integer" ? "an integer" : "a number"}, got "${raw}"`);
+        const what = (type === "integer" ? "an integer" : "a number") + (nullable ? " or null" : "");
+        if (!Number.isFinite(v) || (type === "integer" && !Number.isInteger(v))) {
+          throw new FormError(`${opt.name} must be ${what}, got "${raw}"`);
         }
         if (("minimum" in s && v < s.minimum) || ("maximum" in s && v > s.maximum)) {
-          throw new FormError(`${opt.name} must be between ${s.minimum ?? "-∞"} and ${s.maximum ?? "∞"}, got ${v}`);
+          const range = "minimum" in s && "maximum" in s ? `between ${s.minimum} and ${s.maximum}` : bounds(s);
+          throw new FormError(`${opt.name} must be ${range}, got ${v}`);
         }
         return v;
       }

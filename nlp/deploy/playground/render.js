@@ -136,18 +136,17 @@ const NlpRender = (() => {
         return el("div", {}, marked(ctx.text, spans), legend(spans.map((s) => s.label)));
       },
     },
-    { // extractive QA: {answer, start, end, score}, offsets into the context
+    { // extractive QA: {answer, start, end, score}, or a list of them (top_k > 1), offsets into the context
       name: "answer",
-      matches: (r) => {
-        const one = Array.isArray(r) && r.length === 1 ? r[0] : r;
-        return hasOffsets(one) && isStr(one.answer);
-      },
+      matches: (r) => hasOffsets(r) && isStr(r.answer) || listOf(r, (x) => hasOffsets(x) && isStr(x.answer)),
       draw: (r, ctx) => {
-        const a = Array.isArray(r) ? r[0] : r;
+        const answers = Array.isArray(r) ? r : [r];
         const context = ctx.inputs.context ?? ctx.text;
-        return el("div", {}, el("p", {class: "answer"}, "Answer: ", el("strong", {class: "answer-text", text: a.answer}),
-                                isNum(a.score) ? el("span", {class: "muted", text: ` (score ${fmt(a.score)})`}) : null),
-                  marked(context, [{start: a.start, end: a.end, label: "answer"}]));
+        const label = (i) => (answers.length > 1 ? `answer ${i + 1}` : "answer");
+        return el("div", {}, answers.map((a, i) => el("p", {class: "answer"}, `${label(i)}: `,
+                                         el("strong", {class: "answer-text", text: a.answer}),
+                                         isNum(a.score) ? el("span", {class: "muted", text: ` (score ${fmt(a.score)})`}) : null)),
+                  marked(context, answers.map((a, i) => ({start: a.start, end: a.end, label: label(i)}))));
       },
     },
     { // text correction: {source, target, errors: [{position, correction: {wrong: right}}]}
