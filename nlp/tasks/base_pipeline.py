@@ -67,6 +67,9 @@ CPU_PAD_MULTIPLE = 8
 # A character every tokenizer of this toolkit makes a token of (or [UNK]): a text holding one
 # has tokens without running the tokenizer, which only the rest (an odd text) then needs.
 _SURELY_TOKENS = re.compile(r"[0-9A-Za-z\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Characters before a cut whose tokens a prefix must hold (`kept_prefixes`): past the longest
+# word WordPiece splits into pieces (100 characters; a longer one is one [UNK])
+_CUT_MARGIN = 128
 # What a text with no tokens is (blank, or only characters the tokenizer drops), said once for
 # every task's message.
 TOKENLESS = ("has no tokens: it is blank or holds only characters the tokenizer drops (controls such as NUL, "
@@ -161,6 +164,25 @@ class Pipeline:
                 if len(bad) > 1 else ""
             raise DataError(f"{name} {_short(texts[i])} {TOKENLESS}{more}; a {self.task} answer to it would be the "
                             "same for every such text. Drop such texts, or give text with some content")
+
+    def kept_prefixes(self, texts: Sequence[str], tokens: int) -> list[str]:
+        """Each text cut to a prefix that holds its first `tokens` tokens exactly as the whole text
+        does, so that a caller keeping only those (a truncated window) tokenizes what it keeps,
+        not a 100,000-character text for one window. A prefix is grown by doubling until its tokens
+        that end `_CUT_MARGIN` characters before the cut number `tokens`: a cut changes only the
+        tokens of the word it falls in, and no tokenizer here reads further than a word (WordPiece
+        splits at white space, punctuation and each CJK character, and makes one [UNK] of a word of
+        over 100 characters; the hybrid tokenizer's segmenter works between punctuation)."""
+        out = []
+        for text in texts:
+            n = max(4 * tokens, 256)
+            while n + _CUT_MARGIN < len(text):
+                enc = self.tokenizer(text[:n], add_special_tokens=False, return_offsets_mapping=True)
+                if sum(1 for _, end in enc["offset_mapping"] if end <= n - _CUT_MARGIN) >= tokens:
+                    break
+                n *= 2
+            out.append(text[:n] if n + _CUT_MARGIN < len(text) else text)
+        return out
 
     def _auto_pad_multiple(self) -> int | None:
         """`pad_to_multiple_of="auto"`: CPU_PAD_MULTIPLE for a PyTorch model on the CPU, else None.

@@ -229,3 +229,72 @@ def test_matching_a_long_user_word_costs_a_few_steps_per_character():
         assert d.find(text + "国") == [(start, n + 1, None)] and d.steps <= 2 * (n + 1)
     assert d.find("中" * 10_000 + "国") == [(0, 10_001, None)]
     assert d.find("我在北京大学工作，北京") == [(2, 6, None), (9, 11, None)]
+
+
+# ------------------------------------------------------------ cost: process only what is kept
+
+class _CountingTokenizer:
+    """A tokenizer that counts the characters it is given (the work the pipeline does on text)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.chars = tokenizer, 0
+
+    def __call__(self, text, *args, **kwargs):
+        self.chars += sum(map(len, [text] if isinstance(text, str) else text))
+        return self.tokenizer(text, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+def _long_text(n: int) -> str:
+    rng = np.random.default_rng(0)
+    pieces = list("今天天气很好我们去北京大学，。") + [" internationalization ", " abc ", "\u200b", "😀"]
+    return "".join(pieces[i] for i in rng.integers(0, len(pieces), n))[:n]
+
+
+def test_truncate_tokenizes_what_the_first_window_keeps_not_the_whole_text(models):
+    """/embed with truncate: true is costed as one window a text, but each whole text was
+    tokenized (64 texts of 100,000 characters held the worker for seconds); now a prefix that
+    holds the first window's tokens is, and the vectors are those of the whole text's window."""
+    emb = nlp.pipeline("feature-extraction", model=str(models["feature-extraction"]), max_length=64)
+    texts = [_long_text(100_000), "\u200b" * 5_000 + _long_text(3_000), _long_text(100)]
+    want = emb(texts, truncate=True)
+    emb.kept_prefixes = lambda batch, tokens: list(batch)  # the whole text, as before
+    counting = emb.tokenizer = _CountingTokenizer(emb.tokenizer)
+    assert np.allclose(emb(texts, truncate=True), want, atol=1e-6)
+    assert counting.chars > 100_000
+    del emb.kept_prefixes
+    counting.chars = 0
+    got = emb(texts * 4, truncate=True)
+    assert np.allclose(got, np.concatenate([want] * 4), atol=1e-6)
+    assert counting.chars < 4 * (2 * 20_000 + 100)  # a few thousand characters a text at most, not 100,000
+
+
+def test_classification_tokenizes_what_its_window_keeps(models):
+    clf = nlp.pipeline("text-classification", model=str(models["text-classification"]), max_length=64)
+    texts = [_long_text(100_000), _long_text(50)]
+    want = clf(texts, top_k=None)
+    counting = clf.tokenizer = _CountingTokenizer(clf.tokenizer)
+    assert clf(texts, top_k=None) == want
+    assert counting.chars < 2 * 20_000
+    pairs = clf(texts, text_pair=["好", "坏"])  # a pair truncates longest first: the whole texts, as before
+    assert len(pairs) == 2 and counting.chars > 100_000
+
+
+def test_the_server_costs_a_truncated_text_as_one_window(models):
+    from nlp.tasks.embedding.serving import EmbedAdapter
+    from nlp.tasks.serving import Limits
+
+    class Served:
+        max_length = 64
+        pipeline = nlp.pipeline("feature-extraction", model=str(models["feature-extraction"]), max_length=64)
+
+    limits = Limits(max_inputs=64, max_text_chars=100_000)
+    texts = [_long_text(100_000)] * 4
+    kept = EmbedAdapter().parse_body({"inputs": texts, "truncate": True}, Served, limits)
+    whole = EmbedAdapter().parse_body({"inputs": texts}, Served, limits)
+    assert kept.rows == 4 and whole.rows > 400
+    counting = Served.pipeline.tokenizer = _CountingTokenizer(Served.pipeline.tokenizer)
+    EmbedAdapter().run(Served, kept.items, kept.key)
+    assert counting.chars < 4 * 20_000  # what one window a text costs is what is processed

@@ -38,6 +38,8 @@ class TextClassificationPipeline(Pipeline):
         self.check_tokens(batch, "text", single)
         if pairs is not None:
             self.check_tokens(pairs, "text_pair", single)
+        if pairs is None:  # one window of max_length tokens: tokenize what it keeps, not a whole long text
+            batch = self.kept_prefixes(batch, self.max_length - 2)
         enc = self.tokenizer(batch, pairs, truncation=True, max_length=self.max_length)
         feats = [{k: enc[k][i] for k in MODEL_INPUTS if k in enc} for i in range(len(batch))]
         cfg = self.config

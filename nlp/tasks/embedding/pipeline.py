@@ -175,6 +175,8 @@ class FeatureExtractionPipeline(Pipeline):
         if not 0 <= stride < room:
             raise ConfigError(f"stride={stride} must be in [0, {room}) for max_length={self.max_length}"
                               + (f" and a prompt of {len(prompt_ids)} tokens" if prompt_ids else ""))
+        if truncate:  # tokenize what the first window keeps, not the whole of a long text
+            texts = self.kept_prefixes(texts, room)
         enc = self.tokenizer([prompt + t for t in texts], truncation=True, max_length=max_length, stride=stride,
                              return_overflowing_tokens=not truncate)
         n_rows = len(enc["input_ids"])

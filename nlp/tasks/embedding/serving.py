@@ -17,7 +17,9 @@ text-embeddings-inference's routes, with TEI's bodies and error shape:
 
 Errors on these routes are TEI's `{"error": message, "error_type": ...}` ("Validation" for
 413 / 422, "Overloaded" for 429 / 503). One difference from TEI, on purpose: `truncate: false`
-embeds a long text whole (its windows, pooled) instead of refusing it.
+embeds a long text whole (its windows, pooled) instead of refusing it. `truncate: true` is costed
+as one window a text, and only the prefix of a text that its first window keeps is tokenized
+(`Pipeline.kept_prefixes`), so that the cost is what is processed.
 """
 
 from __future__ import annotations
