@@ -337,7 +337,7 @@ def _scores(task: Task, row: str, path: Path, net, n: int | None) -> dict[str, f
     computes it, in the row's precision."""
     import torch
 
-    from nlp.train.inference import scoring_split
+    from nlp.train.scoring import scoring_split
 
     out = {}
     for dataset, split in task.scored:

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlp.deploy import OnnxBackend, is_export_dir
-    from nlp.train.inference import evaluate_dir
+    from nlp.train.scoring import evaluate_dir
 
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
     scores = evaluate_dir(args.model, args.data, split=args.split, task=args.task, max_length=args.max_length,

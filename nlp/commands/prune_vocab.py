@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nlp._common import ConfigError
-    from nlp.train.inference import scoring_split
+    from nlp.train.scoring import scoring_split
     from nlp.train.vocab_pruning import prune_vocabulary
 
     texts: list[str] = []

@@ -1,7 +1,7 @@
 """Release copies of a model directory: what ships as package data (nlp/assets/<name>/).
 
 One implementation for every shipped model, the pretrained ernie-tiny-zh
-(`nlp.train.pretrain.export_model`) and the fine-tuned task models (`nlp hub ship`):
+(`nlp.ship.release_pretrained`) and the fine-tuned task models (`nlp hub ship`, nlp/ship.py):
 the weights cast to fp16 (half the size; `from_pretrained` loads them into fp32 parameters) or,
 where the package's size needs it, stored as int8 rows with a scale each (a quarter of fp32),
 config.json as the model class writes it, and the tokenizer files copied byte for byte.

@@ -26,7 +26,7 @@ from nlp._common import ConfigError
 from nlp.tasks.backend import Backend, BackendModule
 from nlp.train.evaluation import predict_loop
 from nlp.train.finetune import TaskMetrics
-from nlp.train.inference import ScoringSplit, scoring_split
+from nlp.train.scoring import ScoringSplit, scoring_split
 
 __all__ = ["CalibrationSplit", "calibration_split", "DEFAULT_CALIBRATION_SIZE"]
 

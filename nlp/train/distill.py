@@ -254,7 +254,7 @@ class DistillationModel(nn.Module):
         self.teacher_runs = bool(hidden_weight > 0 and layers.hidden) or bool(relation_weight > 0 and layers.relation)
         if self.teacher_runs and teacher is None:
             raise ValueError("hidden_weight or relation_weight > 0 needs the teacher model (its states are not cached)")
-        # the teacher is not a submodule: neither trained, nor checkpointed, nor exported
+        # the teacher is not a submodule: neither trained, nor checkpointed, nor saved in model/
         object.__setattr__(self, "_teacher", teacher)
         # one learned projection per hidden pair, student width -> teacher width (the identity's
         # shape and start when the widths agree)

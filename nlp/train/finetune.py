@@ -11,9 +11,9 @@ hub-aware loaders (nlp.auto), and the default ones read local directories only.
 The run directory (train.output_dir) is the engine's (docs/training.md) plus:
   recipe.yaml       the recipe as run (after overrides)
   tokenizer/        the tokenizer the run uses (trained on the fly, or copied)
-  model/            the exported best model + tokenizer files; config.json holds id2label
+  model/            the final (best) model + tokenizer files; config.json holds id2label
   labels.txt        the label (tag) names, one a line, in id order
-  results.json      dev and test metrics of the exported model
+  results.json      dev and test metrics of the final model (model/)
 A fresh run writes recipe.yaml and tokenizer/ after the engine has taken the directory (its
 first step); a second run of the same command resumes (the engine's `resume: auto`) with the
 saved tokenizer, so token ids never change under a resumed model.
@@ -391,7 +391,7 @@ def _check_run_dir(recipe: Recipe, run_dir: Path) -> None:
 
 
 class _FinalScores:
-    """Scores dev and test with the exported model, through the Trainer's own evaluation,
+    """Scores dev and test with the final model (model/), through the Trainer's own evaluation,
     at the end of training (while every process still takes part)."""
 
     def __init__(self, metrics: TaskMetrics, splits: Mapping[str, Any], features: Mapping[str, list[dict]]):
@@ -408,7 +408,7 @@ class _FinalScores:
 
 
 def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Sequence[Any] = ()) -> FinetuneResult:
-    """Run `recipe` end to end; returns the dev/test metrics of the exported model."""
+    """Run `recipe` end to end; returns the dev/test metrics of the final model (model/)."""
     loaders = loaders or local_loaders()
     spec, settings = get_task(recipe.task.name), recipe.train
     run_dir = Path(settings.output_dir)

@@ -36,7 +36,6 @@ import yaml
 
 from nlp._common import ConfigError, did_you_mean
 from nlp.models import ErnieConfig, ErnieForMaskedLM, preset_config
-from nlp.models.release import file_digests, write_release_copy
 from nlp.tokenizer import load_tokenizer, train_hybrid_tokenizer, train_wordpiece_tokenizer
 from nlp.tokenizer.masking import (
     PackedRows,
@@ -59,7 +58,6 @@ __all__ = [
     "PretrainRecipe",
     "PretrainResult",
     "PretrainTokenizerSection",
-    "export_model",
     "load_pretrain_recipe",
     "pretrain",
     "pretrain_recipe_from_dict",
@@ -421,17 +419,3 @@ def pretrain(recipe: PretrainRecipe, *, callbacks: Sequence[Any] = ()) -> Pretra
                       callbacks=[_WriteRunFiles(files), *callbacks])
     result = trainer.train()
     return PretrainResult(result, result.model_dir, len(rows), rows.num_tokens, parameters)
-
-
-
-
-def export_model(src_dir: str | Path, dst_dir: str | Path, *, dtype: torch.dtype = torch.float16) -> dict[str, dict[str, Any]]:
-    """Write a release copy of a pretrained MLM directory: weights cast to `dtype` (fp16 halves
-    the size; models load it into fp32 parameters), config and tokenizer files copied
-    (`nlp.models.release`, shared with `nlp hub ship`).
-
-    Returns {file name: {"sha256", "size"}} of every file in `dst_dir`: the hub card's file list.
-    """
-    src = Path(src_dir)
-    write_release_copy(ErnieForMaskedLM.from_pretrained(src), src, dst_dir, dtype=dtype)
-    return file_digests(dst_dir)

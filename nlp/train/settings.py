@@ -148,7 +148,7 @@ class CheckpointSettings(Settings):
 
     every_steps: int | None = None
     keep_last: int = 2
-    load_best_at_end: bool = True  # the exported model is the best one, not the last
+    load_best_at_end: bool = True  # the final model (model/) is the best one, not the last
 
     def problems(self) -> Iterator[Problem]:
         if self.every_steps is not None and self.every_steps < 1:

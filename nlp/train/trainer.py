@@ -64,7 +64,7 @@ class TrainResult:
     best_metric: float | None
     best_step: int | None
     best_checkpoint: Path | None
-    model_dir: Path  # the exported model (best one when checkpoint.load_best_at_end)
+    model_dir: Path  # the final model (model/) (best one when checkpoint.load_best_at_end)
     summary: dict[str, Any]
 
 
@@ -94,7 +94,7 @@ class Trainer:
           taken, fresh or resumed; before the first step), on_step_end(trainer, state),
           on_evaluate(trainer, state, metrics), on_train_end(trainer, state);
           `trainer.request_stop()` from a callback stops like SIGTERM. on_train_end runs once
-          the final model (the best checkpoint's, with load_best_at_end) is exported and every
+          the final model (the best checkpoint's, with load_best_at_end) is saved in model/ and every
           process still takes part: the place for a last `trainer.evaluate(dataset)` (the same
           evaluation as in training).
     """

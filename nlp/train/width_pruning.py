@@ -191,7 +191,7 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     of `data` (the run's own dev split by default; a dataset name with `split`, or a labelled
     file) and write the pruned model, its tokenizer and `width_pruning.json` to `out`, which
     must not exist."""
-    from nlp.train.inference import scoring_split
+    from nlp.train.scoring import scoring_split
 
     out = Path(out).expanduser()
     if out.exists():

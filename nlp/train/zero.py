@@ -18,7 +18,7 @@ How the loop maps onto the engine:
   micro-batch's gradients into the partitions) and `step` is the boundary: clipping
   (`gradient_clipping`, by the global norm), AdamW on the fp32 partitions, the schedule.
 - mixed precision follows `train.mixed_precision`: bf16 puts the model in bf16 with fp32 master
-  partitions (DeepSpeed's `bf16` section; the checkpoints and the exported model stay fp32);
+  partitions (DeepSpeed's `bf16` section; the checkpoints and the final model (model/) stay fp32);
   fp16 is refused, as with fsdp.
 - a non-finite loss: the step goes through `engine.step()`, whose own check of the global
   gradient norm (always computed here: clipping is always configured, with an infinite

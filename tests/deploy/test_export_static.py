@@ -106,7 +106,7 @@ def test_the_run_dev_split_calibrates_and_the_rest_is_scored(tiny_run, tmp_path)
     assert set(held["metrics"]) == set(held["pytorch_metrics"]) and "accuracy" in held["metrics"]
     assert "16 of 40 examples" in read_manifest(r.out)["quantization"]["calibration"]
     # the held-out figures are those nlp evaluate gets for the same examples
-    from nlp.train.inference import evaluate_dir
+    from nlp.train.scoring import evaluate_dir
 
     assert held["pytorch_metrics"]["accuracy"] == pytest.approx(
         cal.scoring.score(get_task("text-classification").head.from_pretrained(tiny_run / "model").eval(),

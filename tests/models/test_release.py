@@ -1,4 +1,4 @@
-"""Release copies (nlp.models.release): the one fp16 writer behind `export_model` (pretraining) and
+"""Release copies (nlp.models.release): the one fp16 writer behind `release_pretrained` (pretraining) and
 `nlp hub ship` (fine-tuned models)."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from safetensors.torch import load_file
 import nlp
 from nlp.models import ErnieForMaskedLM
 from nlp.models.release import TOKENIZER_FILES, file_digests, write_release_copy
-from nlp.train.pretrain import export_model
+from nlp.ship import release_pretrained
 
 ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 
 
 def test_export_model_writes_fp16_weights_tokenizer_and_digests(tmp_path):
-    out = export_model(ASSET, tmp_path / "release")
+    out = release_pretrained(ASSET, tmp_path / "release")
     files = {p.name for p in (tmp_path / "release").iterdir()}
     assert files == {"config.json", "model.safetensors", *(n for n in TOKENIZER_FILES if (ASSET / n).is_file())}
     assert out == file_digests(tmp_path / "release")

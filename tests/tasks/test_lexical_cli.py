@@ -139,7 +139,7 @@ def test_export_runs_every_lexical_task(run, quantize):
 
 
 def test_a_release_of_the_run_carries_its_lexicon(run, tmp_path):
-    from nlp.tasks.release import read_finetuned_run, write_release
+    from nlp.ship import read_finetuned_run, write_release
 
     write_release(read_finetuned_run(run / "run"), tmp_path / "release", name="tiny-lexical", license="mit")
     assert (tmp_path / "release" / LEXICON_FILE).read_bytes() == (run / "run" / "model" / LEXICON_FILE).read_bytes()

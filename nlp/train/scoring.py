@@ -1,4 +1,5 @@
-"""Scoring and predicting with a finished run or a model directory (`nlp evaluate`, `nlp predict`).
+"""Scoring a finished run or a model directory on a data split (`nlp evaluate`, and the
+scoring splits of calibration and pruning).
 
 A run directory's model is RUN/model (model + tokenizer + id2label); its recipe.yaml supplies
 the max_length the model was trained with. The task comes from config.json's `architectures`.
@@ -17,13 +18,12 @@ from typing import Any
 from nlp._common import ConfigError
 from nlp.tasks.backend import Backend, BackendModule
 from nlp.tasks.model_dirs import locate_model
-from nlp.tasks.predict_file import predict_file, predict_rows, read_inputs  # noqa: F401  (its former home)
 from nlp.tasks.spec import TaskSettings, TaskSpec
 from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, load_task_data
 from nlp.train.recipe import DataSection, Recipe, build_task_settings, check_recipe, migrate_recipe
 from nlp.train.schema import format_problems
 
-__all__ = ["evaluate_dir", "predict_file", "scoring_split", "ScoringSplit"]
+__all__ = ["evaluate_dir", "scoring_split", "ScoringSplit"]
 
 
 _SPLIT_NAMES = ("train", "dev", "validation", "test")
