@@ -298,3 +298,19 @@ def test_the_server_costs_a_truncated_text_as_one_window(models):
     counting = Served.pipeline.tokenizer = _CountingTokenizer(Served.pipeline.tokenizer)
     EmbedAdapter().run(Served, kept.items, kept.key)
     assert counting.chars < 4 * 20_000  # what one window a text costs is what is processed
+
+
+def test_the_jieba_segmenter_checks_its_user_words_as_the_lexical_pipelines_do(tmp_path):
+    """The same flaw in the other user dictionary: white space inside a word, a lone surrogate, a
+    bytes path (read as a list of byte values: 'got 233 (int)')."""
+    pytest.importorskip("jieba")
+    for word in ("飞 桨", "飞\u3000桨", "飞\ud800桨"):
+        with pytest.raises(DataError, match="holds"):
+            nlp.pipeline("word-segmentation", model="jieba", user_dict=[word])
+    seg = nlp.pipeline("word-segmentation", model="jieba", user_dict=["飞桨"])
+    with pytest.raises(DataError, match="holds white space"):
+        seg.add_word("深度 学习")
+    path = tmp_path / "words.txt"
+    path.write_text("飞桨平台\n", encoding="utf-8")
+    seg = nlp.pipeline("word-segmentation", model="jieba", user_dict=bytes(path))
+    assert "飞桨平台" in [w["word"] for w in seg("我用飞桨平台")]

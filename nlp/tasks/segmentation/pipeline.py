@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nlp.tasks.lexical.userdict import read_user_dictionary
+from nlp.tasks.lexical.userdict import UserDictionary, read_user_dictionary
 from nlp.tokenizer.segmenter import JiebaSegmenter
 
 __all__ = ["WordSegmentationPipeline", "read_user_dict"]
@@ -41,6 +41,8 @@ class WordSegmentationPipeline:
 
     def __init__(self, user_dict: str | os.PathLike | Iterable[str] | None = None, *,
                  hmm: bool = False, backend: str = "auto") -> None:
+        if isinstance(user_dict, (bytes, bytearray)):  # a path in bytes, as open() takes one
+            user_dict = os.fsdecode(bytes(user_dict))
         if user_dict is None:
             words: list[str] = []
         elif isinstance(user_dict, (str, os.PathLike)):
@@ -51,6 +53,7 @@ class WordSegmentationPipeline:
             if bad:
                 raise TypeError(f"user_dict words must be strings, got {bad[0]!r} "
                                 f"({type(bad[0]).__name__})")
+        UserDictionary.load(words)  # the lexical pipelines' checks: no white space inside a word, no lone surrogate
         self.segmenter = JiebaSegmenter(words, hmm=hmm, backend=backend)
 
     @property
@@ -59,6 +62,7 @@ class WordSegmentationPipeline:
 
     def add_word(self, word: str) -> None:
         """Add a user word after construction."""
+        UserDictionary().add(word)  # checked as a user word of the lexical pipelines
         self.segmenter.add_word(word)
 
     def _one(self, text: str) -> list[dict[str, Any]]:
