@@ -187,7 +187,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     ernie-tiny-zh-ner, shipped inside the package (sha256-verified, offline).
     """
     from nlp.tasks import get_task, list_tasks
-    from nlp.tasks import pipeline as task_pipeline
+    from nlp.tasks import build_pipeline
     from nlp.tasks.backend import Backend
     from nlp.tasks.model_dirs import find_model_dir, trained_max_length
 
@@ -199,7 +199,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     if not spec.needs_model:
         if model is not None or tokenizer is not None:
             raise ConfigError(f"{task!r} needs no model; drop model=/tokenizer=")
-        return spec.pipeline(**kwargs)
+        return spec.pipeline_class(**kwargs)
     if isinstance(model, str) and model in spec.builtin_pipelines:  # a model-free pipeline of the task
         if tokenizer is not None:
             raise ConfigError(f"model={model!r} of {task!r} needs no tokenizer; drop tokenizer=")
@@ -225,7 +225,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         if _is_export_dir(model_dir):
             model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
     with _refetch_hint(model):
-        pipe = task_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
+        pipe = build_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
     if isinstance(model, str):
         _card_prompts(pipe, model)
     return pipe

@@ -197,7 +197,7 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     chosen = resolve_precision(precision, device)
     max_length = max_length or trained_max_length(model_dir)
-    pipe = spec.pipeline(model_dir, device=device, max_length=max_length, precision=chosen)
+    pipe = spec.pipeline_class(model_dir, device=device, max_length=max_length, precision=chosen)
     pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_sequence_length)
     bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
@@ -212,7 +212,7 @@ def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_le
 
     _check_export_settings(precision, device)
     backend = OnnxBackend(path)
-    pipe = spec.pipeline(backend, path, max_length=max_length or trained_max_length(path))  # the run's recipe copy
+    pipe = spec.pipeline_class(backend, path, max_length=max_length or trained_max_length(path))  # the run's recipe copy
     dynamic = "dynamic" in str((backend.manifest.get("quantization") or {}).get("method", ""))
     logger.info("loaded %s (%s) on onnxruntime, precision %s%s", path, spec.name, backend.precision,
                 "; dynamic int8 takes its activation scales per forward pass, so the server runs each "

@@ -40,14 +40,12 @@ from nlp.tasks.ner import (  # noqa: E402
     preprocess_ner,
     tags_to_entities,
 )
-from nlp.tasks.pipelines import (  # noqa: E402
-    Pipeline,
-    QuestionAnsweringPipeline,
-    TextClassificationPipeline,
-    TokenClassificationPipeline,
-)
+from nlp.tasks.base_pipeline import Pipeline  # noqa: E402
+from nlp.tasks.classification.pipeline import TextClassificationPipeline  # noqa: E402
+from nlp.tasks.ner.pipeline import TokenClassificationPipeline  # noqa: E402
+from nlp.tasks.qa.pipeline import QuestionAnsweringPipeline  # noqa: E402
 from nlp.tasks.qa import ErnieForQuestionAnswering, QuestionAnsweringOutput, postprocess_qa, preprocess_qa  # noqa: E402
-from nlp.tasks.registry import TASKS, get_task, list_tasks, pipeline, register_task  # noqa: E402
+from nlp.tasks.registry import TASKS, build_pipeline, get_task, list_tasks, register_task  # noqa: E402
 from nlp.tasks.spec import TaskSettings, TaskSpec  # noqa: E402
 
 __all__ += [
@@ -63,7 +61,7 @@ __all__ += [
     "preprocess_qa",
     "postprocess_qa",
     "tags_to_entities",
-    "pipeline",
+    "build_pipeline",
     "Pipeline",
     "TextClassificationPipeline",
     "TokenClassificationPipeline",

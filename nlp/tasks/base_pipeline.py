@@ -1,13 +1,13 @@
 """The base of every task's inference pipeline: a backend, a tokenizer, batched forwards.
 
-Each task's pipeline class lives in its package (`nlp.tasks.<task>.pipeline`);
-`nlp.tasks.pipelines` re-exports them.
+Each task's pipeline class lives in its package (`nlp.tasks.<task>.pipeline`, its spec's
+`pipeline_class`); `nlp.pipeline` is the one entry point that builds them:
 
-    clf = pipeline("text-classification", model="out/")          # a local model directory
+    clf = nlp.pipeline("text-classification", model="out/")          # a local model directory
     clf(["服务很好", "太难吃了"], top_k=2)  # [[{"label", "score"}, ...], ...]
-    ner = pipeline("token-classification", model="ner_out/")
+    ner = nlp.pipeline("token-classification", model="ner_out/")
     ner("张三在北京工作")   # [{"type": "PER", "text": "张三", "start": 0, "end": 2, "score": ...}, ...]
-    qa = pipeline("question-answering", model="qa_out/")
+    qa = nlp.pipeline("question-answering", model="qa_out/")
     qa(question="谁在北京?", context="张三在北京工作")  # {"answer", "score", "start", "end"}
 
 A pipeline's forward pass is a backend (nlp/tasks/backend.py): a PyTorch head model wrapped in
@@ -15,7 +15,7 @@ A pipeline's forward pass is a backend (nlp/tasks/backend.py): a PyTorch head mo
 pre- and post-processing serves both. This module loads PyTorch models from local directories
 (or takes a model, or a backend, and a tokenizer already loaded); `nlp.pipeline` (nlp/auto.py)
 resolves hub names to directories and export directories to onnxruntime backends first, then
-calls the factory `nlp.tasks.pipeline` (nlp/tasks/registry.py), which picks the class by task.
+calls `nlp.tasks.build_pipeline` (nlp/tasks/registry.py), which picks the class by task.
 
 Inputs: a str or a list of str (QA: question and context). `[]` gives `[]`; any string is
 accepted (an empty or invisible-only text has no entities; classification still scores it).

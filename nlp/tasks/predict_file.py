@@ -154,7 +154,7 @@ def predict_file(model: str | Path, input_path: str | Path, *, task: str | None 
     rows = read_inputs(input_path, spec, encoding=encoding)
     max_length = trained_max_length(where.model_dir)  # as nlp.pipeline and nlp serve window the run
     if backend is None:
-        pipe = spec.pipeline(model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
+        pipe = spec.pipeline_class(model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
     else:
-        pipe = spec.pipeline(backend, model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
+        pipe = spec.pipeline_class(backend, model_dir, batch_size=batch_size, max_length=max_length, precision=precision)
     return predict_rows(pipe, rows, spec, options=options)

@@ -1,4 +1,5 @@
-"""The task table: task name (or alias) -> its `TaskSpec`, and the `pipeline` factory.
+"""The task table: task name (or alias) -> its `TaskSpec`, and `build_pipeline`, the task layer's
+pipeline factory (`nlp.pipeline`, the public entry point, adds hub names and export directories).
 
 Each task defines its spec in its own package (``nlp/tasks/<task>/spec.py``); this module only
 registers them, so the trainer, the CLI, export and `pipeline` look a task up by name instead
@@ -31,7 +32,7 @@ from nlp._common import ConfigError, UnknownNameError, did_you_mean
 from nlp.tasks.spec import DEFAULT_TASK, TaskSpec
 
 __all__ = ["TASKS", "TASK_ALIASES", "TaskSpec", "register_task", "get_task", "list_tasks",
-           "task_of_architecture", "default_models", "pipeline", "load_plugins", "DEFAULT_TASK",
+           "task_of_architecture", "default_models", "build_pipeline", "load_plugins", "DEFAULT_TASK",
            "PLUGIN_ENV", "PLUGIN_GROUP"]
 
 logger = logging.getLogger(__name__)
@@ -156,7 +157,7 @@ def task_of_architecture(architecture: str) -> TaskSpec | None:
     return None
 
 
-def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None, batch_size: int = 8,
+def build_pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None, batch_size: int = 8,
              max_length: int | None = None, **options: Any) -> Any:
     """A pipeline for `task` ("text-classification", "token-classification", "question-answering",
     or an alias such as "ner", "qa", "sentiment-analysis") from a local directory or model object.
@@ -169,4 +170,4 @@ def pipeline(task: str, model: Any, tokenizer: Any = None, *, device: Any = None
     if not spec.needs_model:
         raise ConfigError(f"{spec.name!r} needs no model: call nlp.pipeline({spec.name!r}, **options)")
     spec.check_requirements("predict")
-    return spec.pipeline(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length, **options)
+    return spec.pipeline_class(model, tokenizer, device=device, batch_size=batch_size, max_length=max_length, **options)

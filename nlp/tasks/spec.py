@@ -75,7 +75,7 @@ class TaskSpec:
     # pipelines of the task that need no model, by the name passed as `model=`: word segmentation's
     # "jieba"; `nlp.pipeline(task, model=NAME, **options)` calls the factory with the options
     builtin_pipelines: ClassVar[dict[str, Callable[..., Any]]] = {}
-    pipeline: ClassVar[type]  # the inference pipeline class (nlp/tasks/<task>/pipeline.py, a base_pipeline.Pipeline)
+    pipeline_class: ClassVar[type]  # the inference pipeline class (nlp/tasks/<task>/pipeline.py, a base_pipeline.Pipeline)
     # the suffix of a saved head's config.json `architectures` entry (transformers' names):
     # "ErnieForTokenClassification" -> this task, for `nlp evaluate` / `nlp predict`
     architecture_suffix: ClassVar[str]

@@ -94,7 +94,7 @@ def test_an_export_is_checked_against_the_task_and_device(exports):
     with pytest.raises(ConfigError, match="device='cuda'.*onnxruntime's CPU provider"):
         nlp.pipeline("ner", model=exports["ner-crf"], device="cuda")
     with pytest.raises(ConfigError, match="is an export directory .*nlp.pipeline"):
-        from nlp.tasks import pipeline
+        from nlp.tasks import build_pipeline as pipeline
 
         pipeline("ner", model=exports["ner-crf"])
 

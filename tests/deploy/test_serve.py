@@ -25,7 +25,7 @@ import _serve_fixtures as fx
 
 from nlp._common import ConfigError
 from nlp.deploy.server_config import ServeConfig
-from nlp.tasks import pipeline
+from nlp.tasks import build_pipeline as pipeline
 
 pytestmark = pytest.mark.timeout(300)
 

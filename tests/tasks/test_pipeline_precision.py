@@ -20,7 +20,8 @@ import _task_fixtures as fx
 from nlp._common import ConfigError
 from nlp.models import precision as precision_module
 from nlp.models import resolve_precision
-from nlp.tasks import ErnieForSequenceClassification, ErnieForTokenClassification, pipeline
+from nlp.tasks import ErnieForSequenceClassification, ErnieForTokenClassification
+from nlp.tasks import build_pipeline as pipeline
 from nlp.tasks.backend import TorchBackend
 
 TEXTS = ["张三在北京大学工作，李四在上海。", "ＡＢＣ公司的iPhone很好用", "王五 是谁？" * 3]

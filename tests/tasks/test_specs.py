@@ -12,9 +12,8 @@ import torch
 
 import nlp
 from nlp._common import ConfigError
-from nlp.tasks import TASKS, TaskSpec, get_task, list_tasks, pipeline, register_task
+from nlp.tasks import TASKS, Pipeline, TaskSpec, build_pipeline, get_task, list_tasks, register_task
 from nlp.tasks.classification import ErnieForSequenceClassification
-from nlp.tasks.pipelines import Pipeline
 from nlp.tasks.registry import TASK_ALIASES, task_of_architecture
 
 from tasks._task_fixtures import tiny_config
@@ -31,8 +30,8 @@ def test_every_task_describes_itself(name):
     # sentence-similarity) resolve to the first registered, which runs the same model
     owner = task_of_architecture("Bert" + spec.architecture_suffix)
     assert owner is spec or (owner.head is spec.head and list_tasks().index(owner.name) < list_tasks().index(name))
-    assert issubclass(spec.pipeline, Pipeline) and spec.pipeline.head_class is spec.head
-    assert spec.pipeline.__module__.startswith(type(spec).__module__.rsplit(".", 1)[0])  # in the task's package
+    assert issubclass(spec.pipeline_class, Pipeline) and spec.pipeline_class.head_class is spec.head
+    assert spec.pipeline_class.__module__.startswith(type(spec).__module__.rsplit(".", 1)[0])  # in the task's package
     assert spec.export_inputs == ("input_ids", "attention_mask", "token_type_ids")
     axes = spec.export_axes()  # (batch, sequence) by default; a task may add axes (choices)
     assert list(axes) == list(spec.export_inputs)
@@ -58,13 +57,13 @@ def test_model_free_tasks_and_pipelines_share_the_one_registry():
     class Echo(TaskSpec):  # a task that needs no model at all
         name = "echo-words"
         needs_model = False
-        pipeline = staticmethod(lambda **options: (lambda text: text.split()))
+        pipeline_class = staticmethod(lambda **options: (lambda text: text.split()))
 
     register_task(Echo())
     try:
         assert nlp.pipeline("echo-words")("a b") == ["a", "b"]
         with pytest.raises(ConfigError, match="needs no model"):
-            pipeline("echo-words", model="x")
+            build_pipeline("echo-words", model="x")
         with pytest.raises(ConfigError, match="needs no model"):
             nlp.pipeline("echo-words", model="x")
     finally:
@@ -99,11 +98,20 @@ def test_a_new_task_registers_without_touching_the_engine():
     assert "clash" not in TASKS
 
 
-def test_pipeline_factory_lives_with_the_registry_and_pipelines_do_not_import_it():
-    assert nlp.tasks.pipeline is pipeline
-    source = (NLP_DIR / "tasks" / "pipelines.py").read_text(encoding="utf-8")
-    imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)}
-    assert "nlp.tasks.registry" not in imported and "nlp.tasks" not in imported
+def test_one_public_pipeline_entry_point():
+    """`nlp.pipeline` is the one thing called `pipeline` a user calls: the task layer's factory is
+    `build_pipeline`, a spec names its class `pipeline_class`, and no module re-exports the
+    pipeline classes under another name."""
+    assert callable(nlp.pipeline) and not hasattr(nlp.tasks, "pipeline")
+    assert nlp.tasks.build_pipeline is build_pipeline
+    assert not hasattr(TaskSpec, "pipeline") and "pipeline_class" in TaskSpec.__annotations__
+    assert not (NLP_DIR / "tasks" / "pipelines.py").exists()
+    assert all(not hasattr(get_task(n), "pipeline") for n in list_tasks())
+    # the pipelines do not import the factory (it imports them, through the specs)
+    for source in (NLP_DIR / "tasks").rglob("pipeline.py"):
+        imported = {n.module for n in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+                    if isinstance(n, ast.ImportFrom)}
+        assert "nlp.tasks.registry" not in imported and "nlp.tasks" not in imported, source
 
 
 def _task_name_strings(path: Path, names: set[str]) -> list[str]:
@@ -137,7 +145,7 @@ def test_no_task_name_outside_the_task_packages_and_the_registry(tmp_path):
 DECODING_PARTS = {"crf", "crf_keys", "use_crf", "transitions", "start_transitions", "end_transitions", "viterbi"}
 # Generic modules of the task layer (the pipelines' base, the backends, the spec base and the
 # serving base): shared by every task, so they name no task's parts either.
-GENERIC_TASK_MODULES = ("backend.py", "base_pipeline.py", "spec.py", "serving.py", "model_io.py", "pipelines.py",
+GENERIC_TASK_MODULES = ("backend.py", "base_pipeline.py", "spec.py", "serving.py", "model_io.py", "options.py",
                         "predict_file.py", "model_dirs.py", "registry.py", "release.py", "char_windows.py")
 
 

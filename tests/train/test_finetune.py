@@ -39,7 +39,7 @@ def test_recipe_runs_a_few_steps(name, tmp_path):
 
 
 def test_ner_with_crf_scores_entities_and_the_pipeline_finds_them(tmp_path):
-    from nlp.tasks import pipeline
+    from nlp.tasks import build_pipeline as pipeline
 
     out = tmp_path / "run"
     recipe = load_recipe(recipe_path("ner-peoples-daily"),

@@ -37,7 +37,7 @@ class ClassificationSpec(TaskSpec):
     aliases = ("classification", "sequence-classification", "sentiment-analysis")
     head = ErnieForSequenceClassification
     default_model = "ernie-tiny-zh-sentiment"  # binary sentiment (negative / positive) of reviews-zh, recipes/sentiment-reviews.yaml
-    pipeline = TextClassificationPipeline
+    pipeline_class = TextClassificationPipeline
     architecture_suffix = "ForSequenceClassification"
     label_column = "label"
     optional_input_fields = ("text_pair",)

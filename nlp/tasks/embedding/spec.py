@@ -37,7 +37,7 @@ class EmbeddingSpec(TaskSpec):
     extra = "embedding"
     requires = {"train": ("scipy",)}  # sparse lexical scores in the retrieval metrics
     head = ErnieForSentenceEmbedding
-    pipeline = FeatureExtractionPipeline
+    pipeline_class = FeatureExtractionPipeline
     architecture_suffix = "ForSentenceEmbedding"
     label_column = "texts"  # the positives are the answers; a split of plain texts has none
     label_keys = ("labels",)
@@ -148,7 +148,7 @@ class SentenceSimilaritySpec(EmbeddingSpec):
 
     name = "sentence-similarity"
     aliases = ("semantic-similarity", "text-similarity")
-    pipeline = SentenceSimilarityPipeline
+    pipeline_class = SentenceSimilarityPipeline
     input_fields = ("text", "text_pair")
     result_field = "score"
 

@@ -72,7 +72,7 @@ class LexicalAnalysisSpec(TokenClassificationSpec):
     aliases = ("lac", "lexical")
     head = ErnieForLexicalAnalysis
     default_model = "ernie-tiny-zh-lexical"
-    pipeline = LexicalAnalysisPipeline
+    pipeline_class = LexicalAnalysisPipeline
     architecture_suffix = "ForLexicalAnalysis"
     label_column = "pos"
     result_field = "analysis"
@@ -158,7 +158,7 @@ class PosTaggingSpec(LexicalAnalysisSpec):
 
     name = "pos-tagging"
     aliases = ("postag", "part-of-speech-tagging")
-    pipeline = PosTaggingPipeline
+    pipeline_class = PosTaggingPipeline
     result_field = "words"
     serving = PosTaggingAdapter()
 
@@ -180,7 +180,7 @@ class WordSegmentationSpec(PosTaggingSpec):
 
     name = "word-segmentation"
     aliases = ("segmentation", "cws")
-    pipeline = SegmentationPipeline
+    pipeline_class = SegmentationPipeline
     serving = SegmentationAdapter()
     training_format = None  # words without their POS: `--task pos-tagging` writes training lines
     builtin_pipelines: dict[str, Callable[..., Any]] = {"jieba": _jieba}

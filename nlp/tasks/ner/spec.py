@@ -44,7 +44,7 @@ class TokenClassificationSpec(TaskSpec):
     aliases = ("ner",)
     head = ErnieForTokenClassification
     default_model = "ernie-tiny-zh-ner"  # PER / LOC / ORG, BIO, on zh-ner: recipes/ner-zh.yaml distilled (its card)
-    pipeline = TokenClassificationPipeline
+    pipeline_class = TokenClassificationPipeline
     architecture_suffix = "ForTokenClassification"
     label_column = "ner_tags"
     export_outputs = {"logits": ("batch", "sequence", "num_labels")}

@@ -59,7 +59,7 @@ class QuestionAnsweringSpec(TaskSpec):
     extra = "qa"
     requires = {"train": ("nltk",)}  # the CMRC2018 metric's mixed segmentation
     head = ErnieForQuestionAnswering
-    pipeline = QuestionAnsweringPipeline
+    pipeline_class = QuestionAnsweringPipeline
     architecture_suffix = "ForQuestionAnswering"
     label_column = "answers"
     label_keys = ("start_positions", "end_positions")

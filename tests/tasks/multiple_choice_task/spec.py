@@ -42,7 +42,7 @@ class MultipleChoiceSpec(TaskSpec):
     name = "multiple-choice"
     aliases = ("mc",)
     head = ErnieForMultipleChoice
-    pipeline = MultipleChoicePipeline
+    pipeline_class = MultipleChoicePipeline
     architecture_suffix = "ForMultipleChoice"
     label_column = "label"
     has_label_set = False
