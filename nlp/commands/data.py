@@ -47,10 +47,10 @@ def _info(args) -> int:
         names = info["label_names"]
         print(f"  labels ({len(names)}): {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
     for split, fig in info.get("splits", {}).items():
-        counts = fig.get("labels") or fig.get("entities") or {}
-        what = "entities" if "entities" in fig else "labels"
-        print(f"  {split:6s} {fig['rows']:7d} rows   {what}: "
-              + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        # whatever the task counts per split (its reader's figures: labels, entities, ...), by name
+        counted = "   ".join(f"{what}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                               for what, counts in fig.items() if isinstance(counts, dict))
+        print(f"  {split:6s} {fig['rows']:7d} rows   {counted}".rstrip())
     for reason, n in info.get("skipped", {}).items():
         print(f"  skipped: {n} {reason}")
     for reason, n in info.get("repaired", {}).items():
@@ -127,7 +127,7 @@ def register(subparsers) -> None:
     stats = sub.add_parser("stats", help="read a local file, print its counts and what was skipped")
     stats.add_argument("file")
     stats.add_argument("--task", required=True,
-                       help="classification, ner or qa (or any task name: text-classification, ...)")
+                       help="the file's task: a name or alias from `nlp tasks` (its reader reads the file)")
     stats.add_argument("--text-column", default="text")
     stats.add_argument("--text-pair-column", default=None)
     stats.add_argument("--label-column", default="label")

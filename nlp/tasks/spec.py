@@ -105,6 +105,9 @@ class TaskSpec:
     training_format: ClassVar[str | None] = None
     # the recipe's task section: TaskSettings, or a subclass with the task's own knobs
     settings: ClassVar[type[TaskSettings]] = TaskSettings
+    # fields of `settings` that older recipes and run directories wrote in the data section
+    # (`data.doc_stride`): read as the task setting, with a deprecation warning
+    data_keys_moved: ClassVar[tuple[str, ...]] = ()
     # what a model of this task exports (ONNX): its inputs, and each output with its axis names
     export_inputs: ClassVar[tuple[str, ...]] = EXPORT_INPUTS
     # each input's axis names; None: ("batch", "sequence") for every input. "sequence" is bounded

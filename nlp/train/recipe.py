@@ -25,8 +25,8 @@ while reading the data, still before the model is built or a step is taken.
 The task section is built as its task's own settings class (`TaskSpec.settings`, a
 `TaskSettings` subclass: QA's `doc_stride` and `max_answer_length`, NER's `label_all_tokens`,
 `long_sentences` and `use_crf`), so an unknown key gets the task's valid keys and a did-you-mean.
-A data-section key named in `MOVED_TO_TASK` (`data.doc_stride`: how older recipes and run
-directories spell a task setting) is read as that task setting with a deprecation warning
+A data-section key that a task declares in its spec's `data_keys_moved` (how older recipes and
+run directories spell one of its task settings, `data.<key>`) is read as that task setting with a deprecation warning
 (`migrate_recipe`); in a task without that setting it is refused, naming the task key.
 """
 
@@ -59,7 +59,7 @@ __all__ = [
     "check_model_section",
     "migrate_recipe",
     "build_task_settings",
-    "MOVED_TO_TASK",
+    "moved_to_task",
 ]
 
 logger = logging.getLogger(__name__)
@@ -68,8 +68,12 @@ logger = logging.getLogger(__name__)
 # `build_task_settings`; TaskSettings holds only `name`.
 TaskSection = TaskSettings
 
-# data-section keys that became task settings (old recipes and run directories keep working)
-MOVED_TO_TASK = ("doc_stride", "max_answer_length", "label_all_tokens", "long_sentences")
+def moved_to_task() -> tuple[str, ...]:
+    """The data-section keys that became task settings, as the tasks declare them
+    (`TaskSpec.data_keys_moved`): old recipes and run directories keep working."""
+    from nlp.tasks.registry import get_task, list_tasks
+
+    return tuple(dict.fromkeys(k for name in list_tasks() for k in get_task(name).data_keys_moved))
 
 
 @dataclass
@@ -298,19 +302,20 @@ def _task_spec(name: Any) -> TaskSpec | None:
 
 def migrate_recipe(data: Mapping[str, Any] | None, errors: list[str] | None = None, *,
                    source: str | None = None) -> dict[str, Any]:
-    """A copy of a recipe mapping with the task knobs of its data section (`MOVED_TO_TASK`)
+    """A copy of a recipe mapping with the task knobs of its data section (`moved_to_task()`)
     moved into its task section, each with a deprecation warning; a knob the task does not have
     (or one given in both places) is appended to `errors` naming the new key."""
     out = {k: v for k, v in (data or {}).items()} if isinstance(data, Mapping) else data
     if not isinstance(out, dict) or not isinstance(out.get("data"), Mapping):
         return out
-    moved = [k for k in MOVED_TO_TASK if k in out["data"]]
+    legacy = moved_to_task()
+    moved = [k for k in legacy if k in out["data"]]
     if not moved:
         return out
     task = out.get("task") if isinstance(out.get("task"), Mapping) else {}
     task = dict(task or {})
     spec = _task_spec(task.get("name", DEFAULT_TASK))
-    fields = {f.name for f in dataclasses.fields(spec.settings)} if spec is not None else set(MOVED_TO_TASK)
+    fields = {f.name for f in dataclasses.fields(spec.settings)} if spec is not None else set(legacy)
     out["data"] = {k: v for k, v in out["data"].items() if k not in moved}
     for key in moved:
         value = data["data"][key]  # type: ignore[index]

@@ -4,6 +4,7 @@ registers, and the engine (nlp/train) asks the spec instead of comparing task na
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import datasets
@@ -179,14 +180,17 @@ def _task_part_names(path: Path, parts: set[str]) -> list[str]:
 
 
 def test_no_task_part_named_outside_its_task_package(tmp_path):
-    """The generic layers carry a task's extra decoding tensors as `decoding` without naming them:
-    no CRF (or any other task part in DECODING_PARTS) in train, deploy, commands, auto, cli or the
-    generic modules of the task layer, except the export manifest's key of format version 1, which
+    """The generic layers carry a task's extra decoding tensors as `decoding` and its options as
+    declared call options, without naming them: no CRF (DECODING_PARTS) and no task setting
+    (doc_stride, use_crf, ...) in train, deploy, commands, auto, cli or the generic modules of
+    the task layer, except the export manifest's key of format version 1, which
     older exports still carry (read as "decoding")."""
     paths = [*(NLP_DIR / "train").glob("*.py"), *(NLP_DIR / "commands").glob("*.py"),
              *(NLP_DIR / "deploy").glob("*.py"), NLP_DIR / "auto.py", NLP_DIR / "cli.py",
              *(NLP_DIR / "tasks" / name for name in GENERIC_TASK_MODULES)]
-    found = [hit for p in paths for hit in _task_part_names(p, DECODING_PARTS)]
+    settings = {f.name for spec in TASKS.values() for f in dataclasses.fields(spec.settings)} - {"name"}
+    assert {"doc_stride", "use_crf", "long_sentences"} <= settings
+    found = [hit for p in paths for hit in _task_part_names(p, DECODING_PARTS | settings)]
     allowed = [h for h in found if h.startswith("deploy/manifest.py:") and h.endswith(": 'crf'")]
     assert len(allowed) <= 1 and [h for h in found if h not in allowed] == [], f"task parts named: {found}"
     # the check can fail: an attribute, a getattr string and an import are found

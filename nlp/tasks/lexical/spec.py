@@ -77,6 +77,7 @@ class LexicalAnalysisSpec(TokenClassificationSpec):
     label_column = "pos"
     result_field = "analysis"
     settings = LexicalAnalysisSettings
+    data_keys_moved = ()  # its knobs were never in the data section
     serving = LexicalAnalysisAdapter()
     reader = staticmethod(read_tagged_words)
     preprocess = staticmethod(preprocess_ner)

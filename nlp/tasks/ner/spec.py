@@ -51,6 +51,7 @@ class TokenClassificationSpec(TaskSpec):
     distill_losses = {"logits": "softmax"}  # per-token tag emissions: a distribution over the tags
     result_field = "entities"
     settings = TokenClassificationSettings
+    data_keys_moved = ("label_all_tokens", "long_sentences")  # data.label_all_tokens & co. in older recipes
     serving = TokenClassificationAdapter()
     reader = staticmethod(read_conll)
     preprocess = staticmethod(preprocess_ner)

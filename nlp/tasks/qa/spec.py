@@ -69,6 +69,7 @@ class QuestionAnsweringSpec(TaskSpec):
     input_fields = ("question", "context")
     result_field = "answer"
     settings = QuestionAnsweringSettings
+    data_keys_moved = ("doc_stride", "max_answer_length")  # data.doc_stride & co. in older recipes
     serving = QuestionAnsweringAdapter()
     call_options = (
         CallOption("top_k", int, 1, "answers per question (more than 1: a list per question)", minimum=1,

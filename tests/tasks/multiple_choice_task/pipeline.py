@@ -23,9 +23,6 @@ class MultipleChoicePipeline(Pipeline):
     def _make_collator(self, multiple: int | None) -> Any:
         return MultipleChoiceCollator(pad_token_id=self.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
 
-    def _length(self, feature: dict[str, list]) -> int:
-        return max(len(row) for row in feature["input_ids"])
-
     def _row(self, out: dict[str, np.ndarray], j: int, length: int) -> Any:
         return out["logits"][j]
 
