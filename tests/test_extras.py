@@ -187,3 +187,11 @@ def test_require_and_lazy_module(monkeypatch):
     assert require("json", "x").dumps([1]) == "[1]"
     assert LazyModule("json", "x").dumps([2]) == "[2]"
     assert "\n" not in str(MissingExtraError("onnx", "ONNX export"))
+
+
+def test_train_extra_missing_plots(monkeypatch, tmp_path):
+    from nlp.train.tracking import write_plots
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingExtraError, match=r"the run's plots .*needs `matplotlib`.*pip install 'nlp-zh\[train\]'"):
+        write_plots(tmp_path, "accuracy")
