@@ -17,8 +17,12 @@ pre- and post-processing serves both. This module loads PyTorch models from loca
 resolves hub names to directories and export directories to onnxruntime backends first, then
 calls `nlp.tasks.build_pipeline` (nlp/tasks/registry.py), which picks the class by task.
 
-Inputs: a str or a list of str (QA: question and context). `[]` gives `[]`; any string is
-accepted (an empty or invisible-only text has no entities; classification still scores it).
+Inputs: a str or a list of str (QA: question and context). `[]` gives `[]`. A text with no
+tokens (blank, or only characters the tokenizer drops: NUL, ZWSP, BOM, U+FE0F, a lone combining
+mark) is blank to the model, and every task treats it so (`tokenless`, `on_tokenless`): NER and
+the lexical tasks give no entities and no words, QA no answer; classification and embeddings,
+whose answer would be the model's output for [CLS] [SEP] alone, the same for every such text,
+raise DataError naming the text; the server answers 422 naming the field for every task.
 Batches are formed from all features at once, shortest first, `batch_size` rows per forward
 call: the windows of a long document run together, not one at a time. A PyTorch model on the CPU
 pads each batch's length up to a multiple of 8 (`pad_to_multiple_of="auto"`; None: to its
