@@ -41,6 +41,15 @@ def with_task_options(parser: argparse.ArgumentParser, use: str) -> argparse.Arg
 def _add_task_flags(parser: argparse.ArgumentParser, use: str) -> None:
     from nlp.tasks.registry import get_task, list_tasks
 
+    specs = [get_task(task) for task in list_tasks()]
+    if use == "predict":  # what a record of each task holds, and what a result adds, from the specs
+        lines = []
+        for spec in specs:
+            optional = "".join(f"[, {f}]" for f in spec.optional_input_fields)
+            training = f"; --format training: {spec.training_format}" if spec.training_format else ""
+            lines.append(f"  {spec.name}: {{{', '.join(spec.input_fields)}{optional}}} -> "
+                         f"{', '.join(spec.result_fields)}{training}")
+        parser.epilog = (parser.epilog or "") + "\ntasks (`nlp tasks NAME` for one in full):\n" + "\n".join(lines) + "\n"
     by_name: dict[str, list[tuple[str, Any]]] = {}
     for task in list_tasks():
         for option in get_task(task).options_for(use):

@@ -21,12 +21,11 @@ EPILOG = """examples:
   nlp predict runs/lexical-6l --task pos-tagging --input news.txt --format training --output labelled.txt
       # word/POS lines a student trains on: data.extra_train=[labelled.txt] (docs/compress.md)
 
-Input: a .txt file (one text a line) or .jsonl ({"text": ...[, "text_pair": ...]};
-QA: {"question": ..., "context": ...}). Output: one JSON object per input line, in order, a
-blank line included (empty labels/entities, null answer); texts are kept as the line holds
-them, so entity offsets index the line as given. --format training writes each result as a line
-of the task's training files instead (lexical-analysis, pos-tagging: word/POS), blank for a blank
-input line. The task options (--top-k, ...) are each task's `call_options`: `nlp tasks` lists them.
+Input: a .txt file (one text a line) or .jsonl (one record a line, with the task's input fields,
+listed below). Output: one JSON object per input line, in order, a blank line included (the
+task's empty result); texts are kept as the line holds them, so entity offsets index the line as
+given. --format training writes each result as a line of the task's training files instead, blank
+for a blank input line. The task options (--top-k, ...) are each task's `call_options`.
 """
 
 

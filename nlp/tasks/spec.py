@@ -153,6 +153,9 @@ class TaskSpec:
             self.serving.task = self.name  # named in its error messages
         if not self.result_fields:
             self.result_fields = (self.result_field,)
+        if self.result_fields[0] != self.result_field:
+            raise ConfigError(f"{type(self).__name__}.result_fields {self.result_fields} must start with its "
+                              f"result_field {self.result_field!r} (an inherited list names another task's fields?)")
         if self.eval_keeps not in EVAL_KEEPS:
             raise ConfigError(f"{type(self).__name__}.eval_keeps is {self.eval_keeps!r}; valid: {', '.join(EVAL_KEEPS)}")
         bad = {k: v for k, v in self.distill_losses.items() if v not in DISTILL_LOSSES}

@@ -151,6 +151,7 @@ class SentenceSimilaritySpec(EmbeddingSpec):
     pipeline_class = SentenceSimilarityPipeline
     input_fields = ("text", "text_pair")
     result_field = "score"
+    result_fields = ("score",)
 
     def predict(self, pipe: Any, records: list[dict[str, Any]], *, top_k: int = 1) -> list[dict[str, Any]]:
         scores = pipe([r["text"] for r in records], [r["text_pair"] for r in records])
