@@ -23,9 +23,9 @@ __all__ = ["OnnxBackend", "import_onnxruntime", "DEPLOY_EXTRA", "CPU_DISABLED_OP
 
 DEPLOY_EXTRA = install_hint("export") + "  (onnx, onnxruntime, onnxscript)"
 # onnxruntime graph rewrites left off on the CPU: SkipLayerNormFusion merges residual Add +
-# LayerNormalization into SkipLayerNormalization, whose CPU kernel (onnxruntime 1.32) took 25% of
-# an int8 ernie-3.0-mini batch (32 x 128) where the two unfused nodes take 9%: 29,600 -> 36,600
-# tokens/s int8 and 13,100 -> 14,300 fp32 without it (docs/deploy.md)
+# LayerNormalization into SkipLayerNormalization, whose CPU kernel is slower than the two nodes
+# it replaces (it dominated an int8 encoder's profile where the unfused pair is a small share;
+# docs/deploy.md has the measurement, benchmarks/inference.py repeats it)
 CPU_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 

@@ -1,16 +1,15 @@
 """Linear layers through oneDNN on CPU: the same math as `F.linear`, faster GEMMs.
 
 On CPU, `F.linear` runs MKL's sgemm. PyTorch also ships oneDNN, whose fp32 matmul (the op
-`torch.ops.mkldnn._linear_pointwise`, which torch.compile's CPU backend uses) measured 20-35%
-faster for the forward GEMMs of an ERNIE layer and 15-27% faster for the input-gradient GEMMs on
-this project's AMD EPYC (2 threads, M = 4,096 tokens; e.g. 768 -> 3072: 121 ms vs 95 ms). For
-the weight-gradient GEMM (a long reduction over tokens) MKL was as fast or faster, so the
+`torch.ops.mkldnn._linear_pointwise`, which torch.compile's CPU backend uses) is faster for the
+forward GEMMs of an ERNIE layer and for the input-gradient GEMMs (benchmarks/model.py measures
+it). For the weight-gradient GEMM (a long reduction over tokens) MKL is as fast or faster, so the
 backward keeps `mm` there. oneDNN also fuses an epilogue into the GEMM: exact GELU, or the
 residual add, which inference uses.
 
 Used for fp32 CPU tensors, and in inference for bf16 ones (a model cast to bf16: nlp/models/
-precision.py; GELU and the residual add fused as in fp32, each 2-5% faster than the GEMM and the
-op apart in bf16 on the AMD EPYC); everything else (CUDA, autocast, other dtypes, a torch built
+precision.py; GELU and the residual add fused as in fp32, which saves a pass over the GEMM's
+output); everything else (CUDA, autocast, other dtypes, a torch built
 without oneDNN) takes `F.linear`. Results agree with `F.linear` to float rounding (~1e-6). The
 encoder calls these through its kernels (nlp.models.fast_paths), which a model picks when it is
 built: `NLP_ONEDNN_LINEAR=0` in the environment then leaves them out; so does tracing under

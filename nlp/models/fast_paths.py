@@ -281,11 +281,9 @@ def _attention_with_dropout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m
     return torch.matmul(dropout(torch.softmax(scores, dim=-1), p), v)
 
 
-# Rows up to this many tokens attend through `_short_attention` in CPU inference. Timed against
-# SDPA's flash kernel at the same shapes (32 x 48 rows of 4 heads of 64, or as many rows of
-# other lengths, half of them padded; 2 threads, AMD EPYC), bf16 / fp32 ms: 16 tokens 0.41 vs
-# 0.73 / 0.34 vs 0.88; 48: 0.61 vs 1.07 / 0.63 vs 1.07; 128: 1.83 vs 1.97 / 1.46 vs 1.87; 256:
-# 2.5 vs 3.0 / 3.8 vs 3.0 (flash ahead in fp32 from here on).
+# Rows up to this many tokens attend through `_short_attention` in CPU inference: for short rows
+# one batched matmul per step beats SDPA's flash kernel, whose tiling pays off only on long rows;
+# past about 128 tokens flash is ahead (in fp32 first), so the cutoff sits there.
 SHORT_ATTENTION_TOKENS = 128
 _SHORT_ATTENTION_SCORES = 1 << 24  # at most this many scores (B x heads x T x T) held at once
 

@@ -2,10 +2,9 @@
 
 Why "auto" is not simply bf16 on CPU: bf16 is fast only where the CPU has bf16 dot-product
 instructions, AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake) or AMX (Intel Sapphire Rapids
-and later). Without them oneDNN emulates bf16 and its matmuls run at about half the fp32 speed;
-with them they run at 2-3x (measured on this project's AMD EPYC with AVX512-BF16, 2 threads:
-fp32 ~130 GFLOP/s, bf16 ~380 GFLOP/s; a bf16 fine-tuning step of ernie-tiny-zh 1.6-1.9x
-faster). On CUDA, bf16 needs Ampere (compute capability 8.0) or newer; older GPUs get fp16 with
+and later). Without them oneDNN emulates bf16 and its matmuls run slower than fp32; with them a
+bf16 matmul moves half the bytes and uses the dot-product units, several times the fp32 rate
+(docs/training.md has measured figures). On CUDA, bf16 needs Ampere (compute capability 8.0) or newer; older GPUs get fp16 with
 loss scaling.
 """
 
