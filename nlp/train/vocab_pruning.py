@@ -167,10 +167,13 @@ def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str |
     where = locate_model(source, task)
     tokenizer = load_tokenizer(where.model_dir)
     model = where.spec.head.from_pretrained(where.model_dir).eval()
-    counts = token_counts(tokenizer, texts)
+    # The prompts a model declares (config.json `prompts`: e5's "query: ") go before every text it
+    # embeds, so their pieces are kept whatever the texts hold (at min_count: counted that often).
+    prompts = [p for p in (model.config.extra.get("prompts") or {}).values() if isinstance(p, str) and p.strip()]
+    counts = token_counts(tokenizer, texts + [p for p in prompts for _ in range(min_count)])
     keep = _kept_ids(tokenizer, counts, model.config.vocab_size, min_count)
     new_tok = _pruned_tokenizer(tokenizer, keep)
-    _check_same_tokens(tokenizer, new_tok, keep, texts)
+    _check_same_tokens(tokenizer, new_tok, keep, texts + [p + t for p in prompts for t in texts[:100]])
     pruned = prune_model_vocab(model, keep)
     storage = weight_storage(where.model_dir / "model.safetensors")  # int8 rows stay int8 rows, fp16 fp16
     with atomic_directory(out) as tmp:
