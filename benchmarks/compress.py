@@ -181,7 +181,7 @@ def prepare(work: Path, plain: Path, distilled: Path, task: Task = TASKS["sentim
     def pruned() -> Path:
         target = work / "distilled-pruned"
         if not target.is_dir():
-            prune_vocabulary(find_model_dir(distilled), _train_dev_texts(task.dataset), target)
+            prune_vocabulary(models["distilled"](), _train_dev_texts(task.dataset), target)
         return target
 
     models["distilled-pruned"] = pruned
