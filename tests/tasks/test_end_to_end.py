@@ -17,7 +17,7 @@ from nlp.tasks import (
     ErnieForQuestionAnswering,
     ErnieForSequenceClassification,
     ErnieForTokenClassification,
-    pipeline,
+    build_pipeline as pipeline,
     preprocess_classification,
     preprocess_ner,
     preprocess_qa,
