@@ -77,13 +77,16 @@ def token_counts(tokenizer: Tokenizer, texts: Iterable[str], batch_size: int = 1
 def prune_model_vocab(model: PreTrainedEncoder, keep: Sequence[int]) -> PreTrainedEncoder:
     """A copy of `model` whose vocabulary is the token ids `keep` (in that order): every
     parameter with one row per token keeps those rows."""
-    vocab = model.config.vocab_size
     index = torch.as_tensor(list(keep), dtype=torch.long)
-    state = {k: v.index_select(0, index) if v.dim() >= 1 and v.shape[0] == vocab else v
-             for k, v in model.state_dict().items()}
     pad = model.config.pad_token_id
     new_pad = list(keep).index(pad) if pad is not None and pad in keep else pad
     pruned = type(model)(model.config.replace(vocab_size=len(keep), pad_token_id=new_pad))
+    # A tensor has one row per token when its shape follows vocab_size, which the pruned model's
+    # own shapes tell; comparing a dimension with vocab_size alone would also cut a LayerNorm
+    # whose hidden size happens to equal it.
+    target = pruned.state_dict()
+    state = {k: v.index_select(0, index) if v.shape != target[k].shape else v
+             for k, v in model.state_dict().items()}
     pruned.load_state_dict(state)
     return pruned
 

@@ -78,3 +78,28 @@ def test_bad_input_is_refused_and_nothing_is_overwritten(source, tmp_path):
     with pytest.raises(ConfigError, match="--min-count 0"):
         prune_vocabulary(source, TEXTS, tmp_path / "zero", min_count=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_a_layer_as_wide_as_the_vocabulary_is_not_cut():
+    """Rows are cut where a tensor's shape follows vocab_size, not wherever a dimension equals
+    it: with hidden_size == vocab_size the LayerNorms and biases keep every entry."""
+    from nlp.models import ErnieConfig, ErnieModel
+    from nlp.train.vocab_pruning import prune_model_vocab
+
+    torch.manual_seed(0)
+    config = ErnieConfig(vocab_size=32, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=16, pad_token_id=0)
+    model = ErnieModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.normal_()
+    keep = [0, 1, 2, 5, 7, 9, 11]
+    pruned = prune_model_vocab(model, keep).eval()
+    assert pruned.config.vocab_size == len(keep)
+    ids = torch.tensor([[1, 5, 9, 11, 2]])
+    new_ids = torch.tensor([[keep.index(int(i)) for i in ids[0]]])
+    with torch.no_grad():
+        want = model(input_ids=ids).last_hidden_state
+        got = pruned(input_ids=new_ids).last_hidden_state
+    torch.testing.assert_close(got, want)
