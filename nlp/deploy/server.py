@@ -118,6 +118,7 @@ class _ModelServer:
 
         self.version = __version__
         self.routes = _ROUTES  # set by create_app: with the task's own POST routes
+        self.task: str | None = None  # set by create_app: the task the model will be served as
 
     # ------------------------------------------------------------ loading and the worker
 
@@ -248,7 +249,7 @@ class _ModelServer:
         the body, the batcher runs it, the adapter shapes the answer (and its errors)."""
         path = request.url.path
         if (refused := self.guard(request) or self.not_ready()) is not None:
-            return refused
+            return self._in_route_shape(refused, path)
         served, batcher = self.served, self.batcher
         assert served is not None and batcher is not None
         adapter = routes_for(served.task).get(path)
@@ -271,6 +272,16 @@ class _ModelServer:
             return await self._answer(payload, served, batcher, adapter, path, error)
         except RecursionError:  # a structure nested just under the parser's limit, met by a check
             return error(422, _NESTED_TOO_DEEPLY)
+
+    def _in_route_shape(self, refused: Response, path: str) -> Response:
+        """A refusal before the body is read (401, 503), in the error shape of the route's clients."""
+        adapter = routes_for(self.task).get(path) if self.task is not None else None
+        if adapter is None or not isinstance(refused, JSONResponse):
+            return refused
+        message = json.loads(refused.body).get("message", "")
+        headers = {k: v for k, v in refused.headers.items() if k.lower() not in ("content-length", "content-type")}
+        return JSONResponse(adapter.error_body(refused.status_code, message), status_code=refused.status_code,
+                            headers=headers)
 
     async def _read_body(self, request: Request, error: Callable[..., Response]) -> bytes | Response:
         """The body, or the error to answer: 413 past max_body_bytes (from Content-Length before
@@ -465,7 +476,7 @@ def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingMo
     """The ASGI app serving `config.model`; `loader(config)` loads it (default:
     load_pipeline_for_serving) in a background thread when the app starts."""
     server = _ModelServer(config, loader or _default_loader)
-    task = _task_of(config)
+    task = server.task = _task_of(config)
     posts = list(routes_for(task)) if task is not None else ["/predict"]
     pages = PAGE_ROUTES if config.playground else ()
     server.routes = (*posts, *(r for r in _ROUTES if r not in posts), *pages)

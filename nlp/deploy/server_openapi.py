@@ -13,7 +13,7 @@ _ERROR = {"type": "object", "required": ["error", "message"],
                          "message": {"type": "string", "description": "what was wrong and what to do"}}}
 
 
-def _error(description: str) -> dict[str, Any]:
+def _error_ref(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
@@ -21,6 +21,12 @@ def openapi_document(task: str, *, version: str, auth: bool) -> dict[str, Any]:
     routes = routes_for(task)
     paths: dict[str, Any] = {}
     for path, adapter in routes.items():
+        own = getattr(adapter, "error_schema", None)  # a route answering its clients' error shape
+
+        def _error(description: str, own: Any = own) -> dict[str, Any]:
+            return _error_ref(description) if own is None else \
+                {"description": description, "content": {"application/json": {"schema": own}}}
+
         responses = {
             "200": {"description": adapter.output_description,
                     "content": {"application/json": {"schema": adapter.response_schema()}}},
@@ -38,7 +44,7 @@ def openapi_document(task: str, *, version: str, auth: bool) -> dict[str, Any]:
             "responses": responses}}
     paths.update({
         "/health": {"get": {"summary": "200 once the model is loaded, 503 before",
-                            "responses": {"200": {"description": "ready"}, "503": _error("loading")}}},
+                            "responses": {"200": {"description": "ready"}, "503": _error_ref("loading")}}},
         "/info": {"get": {"summary": "task, labels, model, backend, precision, version",
                           "responses": {"200": {"description": "what is served"}}}},
         "/metrics": {"get": {"summary": "Prometheus text format",

@@ -8,8 +8,11 @@ TEI's `/embed`), so it never branches on a task's name.
 
 from __future__ import annotations
 
+import functools
+
 from nlp.tasks.registry import get_task
 from nlp.tasks.serving import Limits, Parsed, RequestError, ServingAdapter, split_outputs
+from nlp.tasks.serving_tokens import token_routes
 
 __all__ = ["Limits", "Parsed", "RequestError", "ServingAdapter", "TaskAdapter", "adapter_for", "routes_for",
            "split_outputs"]
@@ -18,12 +21,18 @@ TaskAdapter = ServingAdapter  # the name before the adapters moved into the task
 
 
 def routes_for(task: str) -> dict[str, ServingAdapter]:
-    """{path: adapter} of the routes `task`'s model answers (POST), `/predict` first."""
+    """{path: adapter} of the routes `task`'s model answers (POST), `/predict` first, then the
+    task's own, then the tokenizer's (`/tokenize`, `/decode`: every task has a tokenizer)."""
     spec = get_task(task)
     routes = dict(spec.serving_routes())
     if "/predict" not in routes:
         routes = {"/predict": spec.serving, **routes}
-    return routes
+    return {**routes, **{p: a for p, a in _token_routes(spec.name).items() if p not in routes}}
+
+
+@functools.lru_cache(maxsize=None)
+def _token_routes(task: str) -> dict[str, ServingAdapter]:
+    return token_routes(task)
 
 
 def adapter_for(task: str) -> ServingAdapter:

@@ -9,7 +9,7 @@ from typing import Any
 
 from nlp.tasks.serving import ServingAdapter
 
-__all__ = ["ClassificationAdapter"]
+__all__ = ["ClassificationAdapter", "InferenceRootAdapter"]
 
 _LABEL = {"type": "object", "properties": {"label": {"type": "string"}, "score": {"type": "number"}}}
 
@@ -30,3 +30,20 @@ class ClassificationAdapter(ServingAdapter):
 
     def response_schema(self) -> dict[str, Any]:
         return {"type": "array", "items": {"oneOf": [_LABEL, {"type": "array", "items": _LABEL}]}}
+
+
+class InferenceRootAdapter(ClassificationAdapter):
+    """POST /: what huggingface_hub's `InferenceClient.text_classification` sends to an endpoint
+    URL (a TEI server or an inference endpoint): /predict's body, answered as the Inference API
+    does, a list of labels per text also for one text (the client reads the first list).
+    `function_to_apply` is not taken: the scores are the model's own (softmax, or sigmoid for a
+    multi-label model)."""
+
+    summary = "Text classification as huggingface_hub's InferenceClient reads it (one list of labels per text)"
+    output_description = "one list of {label, score} per text, best first, always a list of them"
+
+    def respond(self, shaped: list[Any], parsed: Any) -> Any:
+        return shaped
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "array", "items": _LABEL}}

@@ -52,6 +52,13 @@ class ClassificationSpec(TaskSpec):
     preprocess = staticmethod(preprocess_classification)
     metric = staticmethod(classification_metrics)
 
+    def serving_routes(self) -> dict[str, Any]:
+        from nlp.tasks.classification.serving import InferenceRootAdapter
+
+        root = InferenceRootAdapter()
+        root.task, root.options = self.serving.task, self.serving.options
+        return {"/predict": self.serving, "/": root}
+
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
         kwargs = dict(data.reader)
         if data.label_names is not None:

@@ -31,7 +31,8 @@ import numpy as np
 from nlp.tasks.serving import (Limits, Parsed, RequestError, ServingAdapter, as_list, check_text, refuse_tokenless,
                                short, windows)
 
-__all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "EmbedSparseAdapter", "SimilarityAdapter"]
+__all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "EmbedSparseAdapter", "InferenceRootAdapter",
+           "SimilarityAdapter"]
 
 _VECTOR = {"type": "array", "items": {"type": "number"}}
 _TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
@@ -116,16 +117,21 @@ class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
 
     summary = "Sentence vectors (text-embeddings-inference's /embed)"
     output_description = "one vector per input, always a list of vectors"
-    body_fields = ("inputs", "normalize", "truncate", "prompt_name")
+    body_fields = ("inputs", "normalize", "truncate", "prompt_name", "truncation_direction")
 
     def parse_body(self, payload: Mapping[str, Any], served: Any, limits: Limits) -> Parsed:
         extra = [k for k in payload if k not in self.body_fields]
         if extra:
-            raise RequestError(422, f"unknown field {extra[0]!r}; /embed takes inputs, normalize, truncate "
-                               "and prompt_name")
+            raise RequestError(422, f"unknown field {extra[0]!r}; /embed takes inputs, normalize, truncate, "
+                               "prompt_name and truncation_direction")
         if "inputs" not in payload:
             raise RequestError(422, "the body lacks \"inputs\"")
         normalize, truncate = _bool(payload, "normalize", True), _bool(payload, "truncate", False)
+        direction = payload.get("truncation_direction", "right")
+        if not isinstance(direction, str) or direction.lower() != "right":
+            # a truncated text keeps its first window (the pipeline's windows start at the text's start)
+            raise RequestError(422, f"`truncation_direction` must be \"right\" (a truncated text keeps its start), "
+                                    f"got {short(direction)}")
         prompt_name = _prompt_name(payload, served)
         raw, single = as_list(payload["inputs"], "inputs", limits)
         wheres = ["inputs" if single else f"inputs[{i}]" for i in range(len(raw))]
@@ -143,7 +149,8 @@ class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
         return {"type": "object", "required": ["inputs"], "additionalProperties": False,
                 "properties": {"inputs": _TEXTS, "normalize": {"type": "boolean", "default": True},
                                "truncate": {"type": "boolean", "default": False},
-                               "prompt_name": {"type": "string"}}}
+                               "prompt_name": {"type": "string"},
+                               "truncation_direction": {"enum": ["right", "Right"], "default": "right"}}}
 
     def response_schema(self) -> dict[str, Any]:
         return {"type": "array", "items": _VECTOR}
@@ -248,3 +255,48 @@ class EmbedSparseAdapter(_TeiErrors):
         entry = {"type": "object", "required": ["index", "value"],
                  "properties": {"index": {"type": "integer"}, "value": {"type": "number"}}}
         return {"type": "array", "items": {"type": "array", "items": entry}}
+
+
+class InferenceRootAdapter(_TeiErrors):
+    """POST /: what huggingface_hub's `InferenceClient` sends to an endpoint URL (a TEI server or an
+    inference endpoint) for `feature_extraction` (/embed's body: vectors, a list of them) and
+    `sentence_similarity` (/similarity's body, `inputs` an object: one score per sentence)."""
+
+    summary = ("Vectors (/embed's body) or similarities (/similarity's body, inputs {source_sentence, sentences}): "
+               "the endpoint root huggingface_hub's InferenceClient posts to")
+    output_description = "/embed's answer, or /similarity's for inputs {source_sentence, sentences}"
+    body_fields = EmbedAdapter.body_fields
+
+    def __init__(self) -> None:
+        self.embed, self.similarity = EmbedAdapter(), SimilarityAdapter()
+
+    def parse_body(self, payload: Mapping[str, Any], served: Any, limits: Limits) -> Parsed:
+        if isinstance(payload.get("inputs"), dict):  # {"source_sentence", "sentences"}: sentence_similarity
+            # the client sends `"parameters": {}` with it: nothing to read there
+            params = payload.get("parameters", {})
+            if params not in ({}, None):
+                raise RequestError(422, f"sentence similarity takes no parameters, got {short(params)}")
+            parsed = self.similarity.parse_body({"inputs": payload["inputs"]}, served, limits)
+            parsed.key = (("similarity", True),)
+            return parsed
+        return self.embed.parse_body(payload, served, limits)
+
+    def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
+        if dict(key).get("similarity"):
+            return self.similarity.run(served, items, ())
+        return self.embed.run(served, items, key)
+
+    def shape(self, output: Any, params: dict[str, Any]) -> Any:
+        return output if isinstance(output, list) else self.embed.shape(output, params)  # scores, or a vector
+
+    def respond(self, shaped: list[Any], parsed: Parsed) -> Any:
+        return shaped[0] if dict(parsed.key).get("similarity") else shaped
+
+    def request_schema(self) -> dict[str, Any]:
+        schema = self.embed.request_schema()
+        pair = self.similarity.request_schema()["properties"]["inputs"]
+        return {**schema, "properties": {**schema["properties"], "inputs": {"oneOf": [*_TEXTS["oneOf"], pair]},
+                                         "parameters": {"type": "object", "maxProperties": 0}}}
+
+    def response_schema(self) -> dict[str, Any]:
+        return {"oneOf": [self.embed.response_schema(), self.similarity.response_schema()]}

@@ -139,8 +139,12 @@ class EmbeddingSpec(TaskSpec):
         return [{"embedding": v, "lexical_weights": w} for v, w in zip(vectors.tolist(), weights)]
 
     def serving_routes(self) -> dict[str, Any]:
+        from nlp.tasks.embedding.serving import InferenceRootAdapter
+        from nlp.tasks.embedding.serving_openai import OpenAIEmbeddingsAdapter
+
         return {"/predict": self.serving, "/embed": EmbedAdapter(), "/similarity": SimilarityAdapter(),
-                "/embed_sparse": EmbedSparseAdapter()}
+                "/embed_sparse": EmbedSparseAdapter(), "/v1/embeddings": OpenAIEmbeddingsAdapter(),
+                "/": InferenceRootAdapter()}
 
 
 class SentenceSimilaritySpec(EmbeddingSpec):

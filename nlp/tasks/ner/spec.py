@@ -58,6 +58,11 @@ class TokenClassificationSpec(TaskSpec):
     metric = staticmethod(ner_metrics)
     postprocess = staticmethod(tags_to_entities)
 
+    def serving_routes(self) -> dict[str, Any]:
+        # POST /: the endpoint root huggingface_hub's InferenceClient.token_classification posts to;
+        # /predict's body and answer are already the Inference API's (entity_group, word, start, end)
+        return {"/predict": self.serving, "/": self.serving}
+
     def read(self, path: str, data: Any, *, need_labels: bool = False) -> datasets.Dataset:
         # Both formats carry a tag per token: every NER file is labelled.
         kwargs = dict(data.reader)
