@@ -6,7 +6,9 @@ bearer token, the limits, the metrics and in the OpenAPI document."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import sys
 from pathlib import Path
 
 import httpx
@@ -19,6 +21,10 @@ import nlp
 from nlp.tokenizer import load_tokenizer
 
 from cli_server import cli_server, nlp_env
+from nlp.deploy.server_config import ServeConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _serve_fixtures as fx  # noqa: E402
 
 ASSETS = Path(nlp.__file__).parent / "assets"
 TOKEN = "client-routes-token"
@@ -231,3 +237,28 @@ def test_the_embedding_server_tokenizes_documents_and_counts_its_client_routes(e
     assert "error" in err["properties"] and err["properties"]["error"]["type"] == "object"
     metrics = httpx.get(embedding_url + "/metrics", headers=_auth(), timeout=60).text
     assert 'endpoint="/v1/embeddings",status="200"' in metrics
+
+
+def test_a_full_queue_answers_429_on_the_client_routes_in_their_shapes(embedding_model):
+    """max_queue=2 with a long batch wait: of six requests sent at once two are queued, four are
+    refused with 429 and Retry-After, which OpenAI's client raises as RateLimitError."""
+    config = ServeConfig(model=str(embedding_model), precision="fp32", max_queue=2, max_inputs=2,
+                         max_batch_wait_ms=3000)
+    with fx.running(config) as url:
+        async def openai_all():
+            client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+            return await asyncio.gather(*(client.embeddings.create(model="m", input=t) for t in TEXTS * 2),
+                                        return_exceptions=True)
+
+        async def tokenize_all():
+            async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+                return await asyncio.gather(*(client.post("/tokenize", json={"inputs": t}) for t in TEXTS * 2))
+
+        answers = asyncio.run(openai_all())
+        refused = [a for a in answers if isinstance(a, Exception)]
+        assert len(refused) == 4 and all(isinstance(a, openai.RateLimitError) for a in refused), answers
+        assert all(a.response.json()["error"]["type"] == "rate_limit_error" for a in refused)
+        assert all(int(a.response.headers["Retry-After"]) >= 1 for a in refused)
+        tokenized = asyncio.run(tokenize_all())
+        assert sorted(r.status_code for r in tokenized) == [200, 200, 429, 429, 429, 429]
+        assert all(r.json()["error_type"] == "Overloaded" for r in tokenized if r.status_code == 429)

@@ -86,10 +86,14 @@ def test_unknown_assets_are_json_404s():
 
 def test_no_playground_serves_the_api_only():
     client = _client(playground=False)
-    for path in ("/", "/docs", "/playground/playground.js"):
+    routes = "routes: /predict, /, /tokenize, /decode, /health, /info, /metrics, /openapi.json"
+    for path in ("/docs", "/playground/playground.js"):
         r = client.get(path)
         assert r.status_code == 404, path
-        assert r.json()["message"].endswith("routes: /predict, /health, /info, /metrics, /openapi.json")
+        assert r.json()["message"].endswith(routes)
+    # / is then only the POST that huggingface_hub's InferenceClient sends to an endpoint URL
+    r = client.get("/")
+    assert r.status_code == 405 and r.headers["Allow"] == "POST" and "text/html" not in r.headers["content-type"]
     assert client.get("/openapi.json").status_code == 200
     assert "/docs" in _client().get("/nope").json()["message"]  # the routes a 404 lists include the pages
 
