@@ -188,7 +188,7 @@ class CharBackend:
     """A backend whose logits for a token depend on its id only (a fixed random table): a
     character gets the same scores in every window, so windowing must not change the result."""
 
-    name, precision, crf = "fake", "fp32", None
+    name, precision, decoding = "fake", "fp32", {}
 
     def __init__(self, vocab_size: int, seed: int = 0) -> None:
         self.config = tiny_config(vocab_size, id2label=dict(enumerate(LABELS)))
