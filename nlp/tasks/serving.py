@@ -206,8 +206,11 @@ class ServingAdapter:
         return check_text(value, where, limits)
 
     def check_tokens(self, items: list[Any], wheres: list[str], served: Any) -> None:
-        """422 for an input with no tokens (`refuse_tokenless`)."""
-        refuse_tokenless(served, items, wheres)
+        """422 for an input with no tokens (`refuse_tokenless`). Only text items are checked here:
+        an adapter whose items are structured (`item` returns a tuple or a dict) knows which of
+        their fields are texts and overrides this, as the pair adapter does."""
+        texts = [(it, w) for it, w in zip(items, wheres) if isinstance(it, str)]
+        refuse_tokenless(served, [it for it, _ in texts], [w for _, w in texts])
 
     def cost(self, item: Any, params: dict[str, Any], max_length: int) -> tuple[int, int]:
         """(windows, tokens of the longest window) of one input."""
