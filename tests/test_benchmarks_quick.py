@@ -31,6 +31,7 @@ QUICK = {
     "finetune.py": (["--quick"], True),
     "quality.py": (["--quick"], True),
     "pretrain_vs_random.py": (["--quick"], True),
+    "install_footprint.py": (["--quick"], True),  # builds two fresh venvs with pip
 }
 # scripts that read what only a run makes (a trained model, a profile): they run on those, and are
 # checked by their own tests (tests/test_benchmarks_*.py) or by the runs the docs describe
