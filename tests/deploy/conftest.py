@@ -63,3 +63,16 @@ def exports(sources, tmp_path_factory) -> dict[str, Path]:
     out["ner-standard"] = export_model(sources["token-classification"], root / "ner-standard",
                                        attention="standard").out
     return out
+
+
+@pytest.fixture(scope="session")
+def embedding_model(tmp_path_factory) -> Path:
+    """ernie-tiny-zh with a (seeded) sentence-embedding head: a feature-extraction model."""
+    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+    from nlp.tokenizer import load_tokenizer
+
+    torch.manual_seed(0)
+    model = tmp_path_factory.mktemp("embedding") / "ernie-tiny-zh-embedding"
+    ErnieForSentenceEmbedding.from_pretrained(ASSET).save_pretrained(model)
+    load_tokenizer(ASSET).save_pretrained(model)
+    return model

@@ -33,20 +33,6 @@ SERVE = ["--precision", "fp32", "--device", "cpu", "--token", TOKEN, "--max-inpu
 
 
 @pytest.fixture(scope="module")
-def embedding_model(tmp_path_factory) -> Path:
-    """ernie-tiny-zh with a (seeded) sentence-embedding head: a feature-extraction model."""
-    import torch
-
-    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-
-    torch.manual_seed(0)
-    model = tmp_path_factory.mktemp("embedding") / "ernie-tiny-zh-embedding"
-    ErnieForSentenceEmbedding.from_pretrained(ASSETS / "ernie-tiny-zh").save_pretrained(model)
-    load_tokenizer(ASSETS / "ernie-tiny-zh").save_pretrained(model)
-    return model
-
-
-@pytest.fixture(scope="module")
 def embedding_url(embedding_model):
     with cli_server(str(embedding_model), SERVE, env=nlp_env()) as url:
         yield url

@@ -263,21 +263,6 @@ def test_word_segmentation_shades_the_words(browser):
     _shot(browser, "segmentation")
 
 
-@pytest.fixture(scope="module")
-def embedding_model(tmp_path_factory) -> Path:
-    """ernie-tiny-zh with a (seeded) sentence-embedding head: a feature-extraction model."""
-    import torch
-
-    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-    from nlp.tokenizer import load_tokenizer
-
-    torch.manual_seed(0)
-    model = tmp_path_factory.mktemp("embedding") / "ernie-tiny-zh-embedding"
-    ErnieForSentenceEmbedding.from_pretrained(ASSETS / "ernie-tiny-zh").save_pretrained(model)
-    load_tokenizer(ASSETS / "ernie-tiny-zh").save_pretrained(model)
-    return model
-
-
 def test_similarity_draws_one_bar_per_sentence_and_vectors_their_size(browser, embedding_model):
     source, sentences = "今天天气很好", ["今天天气不错", "股市大跌", "明天会下雨吗"]
     with _serve(embedding_model) as url:
