@@ -32,13 +32,13 @@ from nlp.tasks.serving import (Limits, Parsed, RequestError, ServingAdapter, as_
                                short, windows)
 
 __all__ = ["EmbeddingPredictAdapter", "EmbedAdapter", "EmbedSparseAdapter", "InferenceRootAdapter",
-           "SimilarityAdapter"]
+           "SimilarityAdapter", "encode_texts", "text_cost"]
 
 _VECTOR = {"type": "array", "items": {"type": "number"}}
 _TEXTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 
 
-def _text_cost(text: str, truncate: bool, max_length: int) -> tuple[int, int]:
+def text_cost(text: str, truncate: bool, max_length: int) -> tuple[int, int]:
     """(windows, tokens of the longest window): one token per character at most."""
     tokens = len(text) + 2
     room = max_length - 2
@@ -46,8 +46,8 @@ def _text_cost(text: str, truncate: bool, max_length: int) -> tuple[int, int]:
     return rows, min(tokens, max_length)
 
 
-def _encode(served: Any, texts: list[str], *, normalize: bool = True,
-            truncate: bool = False, prompt_name: str | None = None) -> tuple[np.ndarray, Any]:
+def encode_texts(served: Any, texts: list[str], *, normalize: bool = True,
+                 truncate: bool = False, prompt_name: str | None = None) -> tuple[np.ndarray, Any]:
     """(vectors, sparse vectors or None) of `texts`, in one pass of the served model (a
     FeatureExtractionPipeline, or its similarity subclass), the model's prompt `prompt_name`
     (None: its default) before each."""
@@ -97,13 +97,13 @@ class EmbeddingPredictAdapter(ServingAdapter):
         _prompt_name(params, served)
 
     def cost(self, item: Any, params: dict[str, Any], max_length: int) -> tuple[int, int]:
-        return _text_cost(item, False, max_length)
+        return text_cost(item, False, max_length)
 
     def call_key(self, params: dict[str, Any]) -> tuple:
         return (("normalize", params.get("normalize", True)), ("prompt_name", params.get("prompt_name")))
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
-        return list(_encode(served, items, **dict(key))[0])
+        return list(encode_texts(served, items, **dict(key))[0])
 
     def shape(self, output: Any, params: dict[str, Any]) -> Any:
         return np.asarray(output, dtype=np.float32).tolist()
@@ -137,7 +137,7 @@ class EmbedAdapter(_TeiErrors, EmbeddingPredictAdapter):
         wheres = ["inputs" if single else f"inputs[{i}]" for i in range(len(raw))]
         items = [check_text(x, where, limits) for x, where in zip(raw, wheres)]
         refuse_tokenless(served, items, wheres)
-        costs = [_text_cost(t, truncate, served.max_length) for t in items]
+        costs = [text_cost(t, truncate, served.max_length) for t in items]
         return Parsed(items, single, {}, (("normalize", normalize), ("truncate", truncate),
                                           ("prompt_name", prompt_name)),
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
@@ -179,7 +179,7 @@ class SimilarityAdapter(_TeiErrors):
         sentences = [check_text(s, f"inputs.sentences[{i}]", limits) for i, s in enumerate(sentences)]
         refuse_tokenless(served, [source, *sentences],
                          ["inputs.source_sentence", *(f"inputs.sentences[{i}]" for i in range(len(sentences)))])
-        costs = [_text_cost(t, False, served.max_length) for t in (source, *sentences)]
+        costs = [text_cost(t, False, served.max_length) for t in (source, *sentences)]
         return Parsed([(source, sentences)], True, {}, (), rows=sum(r for r, _ in costs),
                       row_tokens=max(t for _, t in costs))
 
@@ -187,7 +187,7 @@ class SimilarityAdapter(_TeiErrors):
         from nlp.tasks.embedding.metrics import lexical_pair_scores
 
         texts = [t for source, sentences in items for t in (source, *sentences)]
-        vectors, sparse = _encode(served, texts)  # normalised: a dot product is the cosine
+        vectors, sparse = encode_texts(served, texts)  # normalised: a dot product is the cosine
         out, i = [], 0
         for _, sentences in items:
             n = len(sentences)
@@ -236,12 +236,12 @@ class EmbedSparseAdapter(_TeiErrors):
         wheres = ["inputs" if single else f"inputs[{i}]" for i in range(len(raw))]
         items = [check_text(x, where, limits) for x, where in zip(raw, wheres)]
         refuse_tokenless(served, items, wheres)
-        costs = [_text_cost(t, truncate, served.max_length) for t in items]
+        costs = [text_cost(t, truncate, served.max_length) for t in items]
         return Parsed(items, single, {}, (("truncate", truncate),),
                       rows=sum(r for r, _ in costs), row_tokens=max(t for _, t in costs))
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
-        _, sparse = _encode(served, items, **dict(key))
+        _, sparse = encode_texts(served, items, **dict(key))
         return [[{"index": int(i), "value": float(w)} for i, w in zip(ids, weights)] for ids, weights in sparse]
 
     def respond(self, shaped: list[Any], parsed: Parsed) -> Any:

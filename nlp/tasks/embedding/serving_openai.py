@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from nlp.tasks.embedding.serving import encode_texts, text_cost
 from nlp.tasks.serving import Limits, Parsed, RequestError, ServingAdapter, check_text, refuse_tokenless, short
 
 __all__ = ["OpenAIEmbeddingsAdapter"]
@@ -38,9 +39,7 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: 
 
 
 def _cost(text: str, max_length: int) -> tuple[int, int]:
-    from nlp.tasks.embedding.serving import _text_cost
-
-    return _text_cost(text, False, max_length)
+    return text_cost(text, False, max_length)
 
 
 def _is_ids(value: Any) -> bool:
@@ -122,9 +121,7 @@ class OpenAIEmbeddingsAdapter(ServingAdapter):
         return text
 
     def run(self, served: Any, items: list[Any], key: tuple) -> list[Any]:
-        from nlp.tasks.embedding.serving import _encode
-
-        vectors, _ = _encode(served, items)
+        vectors, _ = encode_texts(served, items)
         counts = [len(ids) for ids in served.pipeline.tokenizer(list(items))["input_ids"]]
         return list(zip(vectors, counts))
 
