@@ -72,6 +72,7 @@ BUILTIN_TASKS = (
     "nlp.tasks.lexical.spec:LEXICAL_ANALYSIS",
     "nlp.tasks.lexical.spec:POS_TAGGING",
     "nlp.tasks.lexical.spec:WORD_SEGMENTATION",
+    "nlp.tasks.extraction.spec:INFORMATION_EXTRACTION",
 )
 
 
