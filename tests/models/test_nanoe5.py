@@ -80,6 +80,9 @@ def test_directory_is_a_transformers_bert_with_xlmr_tokenizer(converted):
     ref = transformers.AutoTokenizer.from_pretrained(converted)
     ours = load_tokenizer(converted)
     assert ours.vocab_size == 250002
+    # the word embedding's padding row is the tokenizer's <pad> (1); intfloat's config.json says
+    # 0 (BERT's), which would freeze <s>, a token every text starts with, during fine-tuning
+    assert config["pad_token_id"] == ours.pad_token_id == 1 and ours.cls_token_id == 0
     text = "query: 北京是中华人民共和国的首都。"
     assert ref(text)["input_ids"] == ours(text)["input_ids"]
     hf = transformers.AutoModel.from_pretrained(converted).eval()
