@@ -148,7 +148,8 @@ def test_distributed_extra_missing():
 
 
 @pytest.mark.parametrize("task,module,extra", [("question-answering", "nltk", "qa"),
-                                               ("feature-extraction", "scipy", "embedding")])
+                                               ("feature-extraction", "scipy", "embedding"),
+                                               ("text-correction", "pycorrector", "correction")])
 def test_task_extra_missing(task, module, extra):
     """A task declares its extra on its spec: training asks for it, the pipeline does not."""
     proc = _run(f"""

@@ -73,6 +73,7 @@ BUILTIN_TASKS = (
     "nlp.tasks.lexical.spec:POS_TAGGING",
     "nlp.tasks.lexical.spec:WORD_SEGMENTATION",
     "nlp.tasks.extraction.spec:INFORMATION_EXTRACTION",
+    "nlp.tasks.correction.spec:TEXT_CORRECTION",
 )
 
 
