@@ -76,6 +76,16 @@ def paddle_mlm_head(cfg: dict, sd: dict, rng: np.random.Generator, *, legacy: bo
     return head
 
 
+def paddle_uie_heads(cfg: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """UIE's `linear_start` / `linear_end` as paddlenlp 2.8.1 saves them: Linear(H, 1), weight (H, 1)."""
+    H = cfg["hidden_size"]
+    heads = {}
+    for name in ("linear_start", "linear_end"):
+        heads[f"{name}.weight"] = (rng.standard_normal((H, 1)) * 0.3).astype(np.float32)
+        heads[f"{name}.bias"] = (rng.standard_normal(1) * 0.3).astype(np.float32)
+    return heads
+
+
 def write_paddle_dir(path: Path, state: dict, config: dict, *, config_name: str = "config.json",
                      vocab: bool = True) -> Path:
     path.mkdir(parents=True, exist_ok=True)

@@ -118,12 +118,17 @@ HEAD_RENAMES: dict[str, tuple[Rename, ...]] = {
     "ForMultipleChoice": _linear(r"classifier", "classifier", "1", "H"),
     # PaddleNLP calls the span head `classifier` (hidden -> 2); transformers calls it qa_outputs.
     "ForQuestionAnswering": _linear(r"classifier", "qa_outputs", "2", "H"),
+    # PaddleNLP's `UIE`: two pointer heads (hidden -> 1, a sigmoid each), kept under Paddle's names
+    # (nlp.tasks.extraction's ErnieForInformationExtraction stores them so).
+    "ForInformationExtraction": (*_linear(r"linear_start", "linear_start", "1", "H"),
+                                 *_linear(r"linear_end", "linear_end", "1", "H")),
 }
 RENAMES = {"backbone": BACKBONE_RENAMES, **HEAD_RENAMES}
 
 # transformers builds these heads' backbone with add_pooling_layer=False, while PaddleNLP's
 # always has a pooler, whose output those heads never use. Its weights are dropped, and logged.
-NO_POOLER_HEADS = frozenset({"ForMaskedLM", "ForTokenClassification", "ForQuestionAnswering"})
+NO_POOLER_HEADS = frozenset({"ForMaskedLM", "ForTokenClassification", "ForQuestionAnswering",
+                             "ForInformationExtraction"})
 
 # PaddleNLP class-name suffix -> transformers suffix (PaddleNLP spells Pretraining, HF PreTraining).
 _PADDLE_ARCH_SUFFIX = {
@@ -135,7 +140,12 @@ _PADDLE_ARCH_SUFFIX = {
     "ForTokenClassification": "ForTokenClassification",
     "ForMultipleChoice": "ForMultipleChoice",
     "ForQuestionAnswering": "ForQuestionAnswering",
+    "ForInformationExtraction": "ForInformationExtraction",
 }
+# PaddleNLP head classes not named <Backbone>For<Head>: class name -> head suffix. `UIE` is an
+# ERNIE encoder + pointer heads; UIE-M (ErnieM) and UIE-X (ErnieLayout) have other encoders.
+_PADDLE_CLASS_HEADS = {"UIE": "ForInformationExtraction"}
+_UNSUPPORTED_CLASSES = {"UIEM": "an ERNIE-M encoder", "UIEX": "an ERNIE-Layout encoder with image inputs"}
 
 # --------------------------------------------------------------------------------------------
 # Config
@@ -225,6 +235,11 @@ def paddle_config_to_hf(config: Mapping[str, Any], *, architecture: str | None =
     """
     cfg = _flatten_legacy(dict(config))
     paddle_arch = (cfg.get("architectures") or [None])[0]
+    for name in (architecture, paddle_arch):
+        if name in _UNSUPPORTED_CLASSES:
+            raise ConfigError(f"PaddleNLP's {name} is {_UNSUPPORTED_CLASSES[name]}, which this converter does "
+                              "not read; it converts ERNIE and BERT encoders (UIE among them: "
+                              "architecture='UIE').")
     model_type = _model_type(cfg, architecture or paddle_arch)
     defaults = {**_PADDLE_DEFAULTS, **(_ERNIE_ONLY_DEFAULTS if model_type == "ernie" else {})}
     out: dict[str, Any] = {k: cfg.get(k, v) for k, v in defaults.items()}
@@ -270,7 +285,11 @@ def paddle_config_to_hf(config: Mapping[str, Any], *, architecture: str | None =
 
     prefix = "Ernie" if model_type == "ernie" else "Bert"
     if architecture is not None:
-        out["architectures"] = [architecture]
+        # PaddleNLP's own class name (`UIE`) is accepted for the transformers-style one
+        head = _PADDLE_CLASS_HEADS.get(architecture)
+        out["architectures"] = [prefix + head if head else architecture]
+    elif paddle_arch in _PADDLE_CLASS_HEADS:
+        out["architectures"] = [prefix + _PADDLE_CLASS_HEADS[paddle_arch]]
     elif paddle_arch:
         suffix = paddle_arch[len(prefix):] if paddle_arch.startswith(prefix) else None
         if suffix in _PADDLE_ARCH_SUFFIX:
@@ -306,13 +325,15 @@ def _head_suffix(arch: str) -> str:
     for prefix in ("Ernie", "Bert"):
         if arch.startswith(prefix) and arch[len(prefix):] in HEAD_RENAMES:
             return arch[len(prefix):]
-    valid = sorted(p + s for p in ("Ernie", "Bert") for s in HEAD_RENAMES)
+    valid = sorted(p + s for p in ("Ernie", "Bert") for s in HEAD_RENAMES) + sorted(_PADDLE_CLASS_HEADS)
     raise ConfigError(f"Unknown architecture {arch!r}.{did_you_mean(arch, valid)} Valid: {', '.join(valid)}.")
 
 
 def _infer_head(keys: list[str]) -> str:
     """Pick the head from the parameter names when the config does not record it."""
     heads = {k.split(".")[0] for k in keys}
+    if "linear_start" in heads or "linear_end" in heads:
+        return "ForInformationExtraction"
     if "cls" in heads:
         return "ForPreTraining" if any(k.startswith("cls.seq_relationship.") for k in keys) else "ForMaskedLM"
     if "classifier" in heads:
@@ -343,6 +364,7 @@ def convert_paddle_state_dict(
     listing unknown keys, missing keys and shape mismatches, all at once.
     """
     model_type = hf_config["model_type"]
+    state = _legacy_uie_names(state)
     keys = list(state)
     prefix = model_type + "."
     prefixed = any(k.startswith(prefix) for k in keys)
@@ -425,6 +447,17 @@ def convert_paddle_state_dict(
                     ", ".join(pooler_dropped), model_type.capitalize(), head)
     _tie_decoder(out, backbone_out, hf_config)
     return out
+
+
+def _legacy_uie_names(state: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """UIE checkpoints of PaddleNLP < 2.4.5 call the encoder `encoder` (so `encoder.encoder.layers.N`);
+    PaddleNLP's Taskflow renames them to `ernie.` on load (taskflow/task.py, _get_inference_model),
+    and so does this."""
+    keys = list(state)
+    if not any(k.startswith(("linear_start.", "linear_end.")) for k in keys) or any(k.startswith("ernie.") for k in keys) \
+            or not any(k.startswith("encoder.embeddings.") for k in keys):
+        return state
+    return {("ernie." + k[len("encoder."):] if k.startswith("encoder.") else k): v for k, v in state.items()}
 
 
 def _expected_names(hf_config: Mapping[str, Any], head: str, backbone_prefix: str) -> set[str]:

@@ -584,3 +584,142 @@ def test_plugs_into_the_hub_converter_registry(tmp_path, good_src):
     dst = convert_once("paddle-under-test", src, tmp_path / "snap")
     _load(transformers.ErnieForSequenceClassification, dst)
     assert (dst / "vocab.txt").is_file()
+
+
+# ------------------------------------------------------------------------------------------
+# UIE (PaddleNLP's `UIE`: ERNIE + linear_start / linear_end) -> nlp's ErnieForInformationExtraction
+# ------------------------------------------------------------------------------------------
+
+
+def _uie_source(tmp_path, *, layout: str = "2.8", seed: int = 21):
+    """A UIE directory as paddlenlp 2.8 saves it ("2.8"), as PaddleNLP < 2.4.5 did ("legacy":
+    model_config.json with init_class, the encoder named `encoder`), or with no architecture."""
+    from paddle_fixtures import paddle_uie_heads
+
+    rng = np.random.default_rng(seed)
+    cfg = paddle_config("UIE")
+    sd = paddle_backbone(cfg, rng, "ernie.") | paddle_uie_heads(cfg, rng)
+    config: dict = dict(cfg)
+    name = "config.json"
+    state = sd
+    if layout == "legacy":
+        backbone = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
+        config, name = {"init_args": [{"init_args": [backbone], "init_class": "ErnieModel"}],
+                        "init_class": "UIE"}, "model_config.json"
+        state = {("encoder." + k[len("ernie."):] if k.startswith("ernie.") else k): v for k, v in sd.items()}
+    elif layout == "no-architecture":
+        config.pop("architectures")
+    return write_paddle_dir(tmp_path / "pd", state, config, config_name=name), sd, cfg
+
+
+def _uie_reference(sd, cfg):
+    """Pointer probabilities from the Paddle-layout arrays: sigmoid(x @ W + b) per token."""
+    hidden, _ = reference_forward(sd, cfg, IDS, TT, MASK, prefix="ernie.")
+    return tuple(1 / (1 + np.exp(-(hidden @ sd[f"{h}.weight"].astype(np.float64) + sd[f"{h}.bias"])[..., 0]))
+                 for h in ("linear_start", "linear_end"))
+
+
+@pytest.mark.parametrize("layout", ["2.8", "legacy", "no-architecture"])
+def test_uie_converts_and_matches_reference(tmp_path, layout):
+    from nlp.tasks.extraction import ErnieForInformationExtraction
+
+    src, sd, cfg = _uie_source(tmp_path, layout=layout)
+    dst = convert_paddle_checkpoint(src, tmp_path / "hf")
+    hf_cfg = json.loads((dst / "config.json").read_text())
+    assert hf_cfg["architectures"] == ["ErnieForInformationExtraction"] and hf_cfg["use_task_id"] is True
+    tensors = load_file(dst / "model.safetensors")
+    assert not any("pooler" in k for k in tensors)  # UIE never reads the pooler
+    np.testing.assert_array_equal(tensors["linear_start.weight"], sd["linear_start.weight"].T)  # (1, H)
+    np.testing.assert_array_equal(tensors["linear_end.bias"], sd["linear_end.bias"])
+    np.testing.assert_array_equal(tensors["ernie.encoder.layer.1.attention.self.key.weight"],
+                                  sd["ernie.encoder.layers.1.self_attn.k_proj.weight"].T)
+
+    model = ErnieForInformationExtraction.from_pretrained(dst)
+    out = _run(model)
+    for got, want in zip((out.start_prob, out.end_prob), _uie_reference(sd, cfg)):
+        _assert_close_on_tokens(got, want)
+
+
+def test_uie_architecture_flag_on_the_cli(tmp_path, capsys):
+    src, _, _ = _uie_source(tmp_path, layout="no-architecture")
+    # a `classifier`-free config without architectures: --architecture UIE (PaddleNLP's class name)
+    assert main(["convert", "paddle", str(src), str(tmp_path / "hf"), "--architecture", "UIE"]) == 0
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == \
+        ["ErnieForInformationExtraction"]
+    assert "converted" in capsys.readouterr().out
+
+
+def test_uie_head_on_another_checkpoint_is_refused(tmp_path):
+    """--architecture UIE on a classifier checkpoint names the keys it cannot place."""
+    rng = np.random.default_rng(22)
+    cfg = paddle_config("ErnieForSequenceClassification", num_labels=2)
+    sd = paddle_backbone(cfg, rng, "ernie.")
+    sd["classifier.weight"], sd["classifier.bias"] = np.zeros((16, 2), np.float32), np.zeros(2, np.float32)
+    with pytest.raises(DataError, match=r"ErnieForInformationExtraction.*classifier\.bias.*missing parameters: "
+                                        r"linear_end\.bias"):
+        convert_paddle_checkpoint(write_paddle_dir(tmp_path / "pd", sd, cfg), tmp_path / "hf", architecture="UIE")
+    assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize("cls", ["UIEM", "UIEX"])
+def test_uie_m_and_x_are_refused_by_name(tmp_path, cls):
+    with pytest.raises(ConfigError, match=rf"{cls} is an ERNIE-.* encoder.*architecture='UIE'"):
+        paddle_config_to_hf(paddle_config(cls))
+
+
+def test_uie_paddle_source_through_the_hub_converters(tmp_path, isolated_hub, no_network):
+    """A registered name whose source is a Paddle UIE directory: converted once on arrival by
+    nlp.auto.CONVERTERS, then loaded like any model directory."""
+    import nlp
+    from nlp.auto import resolve
+    from nlp.tasks.extraction import ErnieForInformationExtraction
+
+    src, sd, cfg = _uie_source(tmp_path)
+    nlp.hub.register_card({"name": "tiny-paddle-uie", "architecture": "ernie", "license": "apache-2.0",
+                           "sources": [{"kind": "local", "path": str(src), "format": "paddle"}]})
+    path = resolve("tiny-paddle-uie")
+    assert path != src and (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file()
+    out = _run(ErnieForInformationExtraction.from_pretrained(path))
+    _assert_close_on_tokens(out.start_prob, _uie_reference(sd, cfg)[0])
+
+
+_PADDLE_UIE_SCRIPT = r'''
+import sys, numpy as np, paddle
+from paddlenlp.transformers import ErnieConfig, UIE
+out = sys.argv[1]
+paddle.seed(0)
+ids = np.array(%(ids)r, dtype="int64"); tt = np.array(%(tt)r, dtype="int64")
+mask = (ids != 0).astype("int64")
+pos = np.tile(np.arange(ids.shape[1], dtype="int64"), (ids.shape[0], 1))
+cfg = ErnieConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=24,
+                  max_position_embeddings=32, type_vocab_size=4, use_task_id=True, task_type_vocab_size=3)
+m = UIE(cfg)
+m.eval()
+for k, v in m.state_dict().items():  # random LayerNorms, biases and heads too
+    v.set_value(paddle.randn(v.shape, dtype=v.dtype) * 0.3 + (1.0 if "norm" in k and k.endswith("weight") else 0.0))
+m.save_pretrained(out)
+# the inputs Taskflow's information_extraction feeds: ids, token types, positions, a 0/1 mask
+start, end = m(input_ids=paddle.to_tensor(ids), token_type_ids=paddle.to_tensor(tt),
+               position_ids=paddle.to_tensor(pos), attention_mask=paddle.to_tensor(mask))
+np.savez(f"{out}/outputs.npz", start_prob=start.numpy(), end_prob=end.numpy())
+'''
+
+
+@pytest.mark.skipif(not PADDLE_PY.exists(), reason="no Python with paddlepaddle + paddlenlp: set $NLP_PADDLE_PYTHON to one")
+def test_uie_against_real_paddlenlp(tmp_path):
+    """A UIE that paddlenlp saves itself converts and gives its pointer probabilities (<= 1e-5)."""
+    from nlp.tasks.extraction import ErnieForInformationExtraction
+
+    script = tmp_path / "gen_uie.py"
+    script.write_text(_PADDLE_UIE_SCRIPT % {"ids": IDS.tolist(), "tt": TT.tolist()})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    proc = subprocess.run([str(PADDLE_PY), str(script), str(tmp_path / "pd")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ref = np.load(tmp_path / "pd" / "outputs.npz")
+    dst = convert_paddle_checkpoint(tmp_path / "pd", tmp_path / "hf")  # architecture from its config.json
+    out = _run(ErnieForInformationExtraction.from_pretrained(dst))
+    keep = MASK.astype(bool)  # real tokens: what a padding row holds is no one's output
+    for name in ("start_prob", "end_prob"):
+        diff = np.abs(getattr(out, name).numpy() - ref[name])[keep]
+        assert diff.max() <= 1e-5, (name, float(diff.max()))
