@@ -13,6 +13,10 @@ examples:
   # source config does not record it (question answering, token classification, ...)
   nlp convert paddle ./paddle-qa-model ./qa-model --architecture ErnieForQuestionAnswering
 
+  # Taskflow's information extraction (uie-base ... uie-nano): PaddleNLP's UIE class
+  nlp convert paddle ~/.paddlenlp/taskflow/information_extraction/uie-base ./uie-base
+  nlp convert paddle ./my-uie ./my-uie-hf --architecture UIE   # when its config names no class
+
   # replace an existing destination (the old one is swapped out only once the new one is complete)
   nlp convert paddle ./paddle-model ./model --overwrite
 
@@ -71,8 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     paddle.add_argument(
         "--architecture",
         default=None,
-        help="transformers class of the head, e.g. ErnieForQuestionAnswering (default: from the "
-        "source config, else inferred from the parameter names)",
+        help="transformers class of the head, e.g. ErnieForQuestionAnswering, or PaddleNLP's UIE "
+        "(default: from the source config, else inferred from the parameter names)",
     )
     paddle.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
     paddle.set_defaults(func=_run_paddle)

@@ -15,6 +15,12 @@ Names are converted through ONE table (`RENAMES`). Paddle's `nn.Linear` stores i
 tables are not. Every key must match the table and every shape must match the config; anything
 else is an error naming the keys, never dropped silently.
 
+PaddleNLP's `UIE` (Taskflow's `uie-*` information-extraction checkpoints: `ernie.*` plus two
+pointer heads `linear_start` / `linear_end`, Linear(H, 1) each) converts to
+`ErnieForInformationExtraction`, the heads kept under their Paddle names with torch's (1, H)
+weights and the never-used pooler dropped; `architectures: ["UIE"]`, `init_class: UIE`, or the
+head names themselves select it. The encoder of PaddleNLP < 2.4.5's UIE is named `encoder`.
+
 Two facts checked against paddlenlp 2.8.1 itself (`paddlenlp/transformers/ernie/modeling.py`):
 - `ErniePretrainedModel._init_weights` sets every LayerNorm's epsilon to 1e-12, whatever the
   config's `layer_norm_eps` says, so ERNIE converts with `layer_norm_eps = 1e-12`; PaddleNLP's
