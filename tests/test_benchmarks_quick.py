@@ -26,6 +26,7 @@ QUICK = {
     "compress.py": (["--quick"], True),
     "embed.py": (["--quick"], True),
     "inference.py": (["--quick"], True),
+    "extraction_speed.py": (["--quick"], True),  # Taskflow's side too where the Paddle side venv is
     "model.py": (["--quick", "--rounds", "1"], True),
     "serve.py": (["--quick"], True),
     "finetune.py": (["--quick"], True),

@@ -460,8 +460,8 @@ def _legacy_uie_names(state: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarra
     PaddleNLP's Taskflow renames them to `ernie.` on load (taskflow/task.py, _get_inference_model),
     and so does this."""
     keys = list(state)
-    if not any(k.startswith(("linear_start.", "linear_end.")) for k in keys) or any(k.startswith("ernie.") for k in keys) \
-            or not any(k.startswith("encoder.embeddings.") for k in keys):
+    uie = any(k.startswith(("linear_start.", "linear_end.")) for k in keys)
+    if not uie or any(k.startswith("ernie.") for k in keys) or not any(k.startswith("encoder.embeddings.") for k in keys):
         return state
     return {("ernie." + k[len("encoder."):] if k.startswith("encoder.") else k): v for k, v in state.items()}
 
