@@ -15,6 +15,7 @@ PaddleNLP-format source is converted once on arrival; importing this module regi
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -224,11 +225,27 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
         _advise_backend(model_dir, kwargs.get("device"))
         if _is_export_dir(model_dir):
             model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
+        elif isinstance(model, str) and (pooled := _card_pooling(spec, model_dir, model)) is not None:
+            model_dir, tokenizer_dir = pooled, tokenizer_dir or model_dir
     with _refetch_hint(model):
         pipe = build_pipeline(task, model=model_dir, tokenizer=tokenizer_dir, **kwargs)
     if isinstance(model, str):
         _card_prompts(pipe, model)
     return pipe
+
+
+def _card_pooling(spec: Any, model_dir: Path, name: str) -> Any:
+    """The model built with the pooling its hub card declares (BGE-M3's [CLS] vector), where
+    its config.json says none (a hub repo keeps it in sentence-transformers' 1_Pooling/, which
+    the toolkit does not read); None where the card declares none or the config says one."""
+    card = hub.registry.find_card(name)
+    if card is None or card.pooling is None:
+        return None
+    try:
+        declared = "pooling" in json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # the pipeline's own loading names what is wrong with the directory
+    return None if declared else spec.head.from_pretrained(model_dir, pooling=card.pooling)
 
 
 def _card_prompts(pipe: Any, name: str) -> None:

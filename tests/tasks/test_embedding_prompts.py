@@ -91,3 +91,31 @@ def test_a_model_without_prompts_and_card_prompts(tmp_path, monkeypatch):
     monkeypatch.setattr(auto, "resolve", lambda name, **kw: tmp_path)
     pipe = nlp.pipeline("feature-extraction", model="tiny-e5", max_length=16)
     np.testing.assert_allclose(pipe(["北京"]), _plain(pipe, ["query: 北京"]), atol=1e-6)
+
+
+def test_card_pooling_builds_the_model_with_it(tmp_path, monkeypatch):
+    """A card's `pooling` (bge-m3: cls) applies where the model's config.json declares none."""
+    import json
+
+    import torch
+
+    from nlp import auto, hub
+
+    directory = _model_dir(tmp_path, {})
+    config = json.loads((directory / "config.json").read_text())
+    del config["pooling"]  # as a hub repo's config.json: the pooling lives in 1_Pooling/
+    (directory / "config.json").write_text(json.dumps(config))
+    card = hub.ModelCard.from_dict({"name": "tiny-bge", "architecture": "xlm-roberta", "pooling": "cls",
+                                    "sources": [{"kind": "local", "path": str(directory)}]})
+    assert card.to_dict()["pooling"] == "cls"
+    monkeypatch.setattr(hub.registry, "find_card", lambda name: card if name == "tiny-bge" else None)
+    monkeypatch.setattr(auto, "resolve", lambda name, **kw: directory)
+    pipe = nlp.pipeline("feature-extraction", model="tiny-bge", max_length=16)
+    assert pipe.model.pooling == "cls" and nlp.pipeline("feature-extraction", model=str(directory)).model.pooling == "mean"
+    enc = pipe.tokenizer(["北京"], return_tensors="pt")
+    with torch.no_grad():
+        cls = pipe.model.backbone(enc["input_ids"], enc["attention_mask"]).last_hidden_state[:, 0]
+    np.testing.assert_allclose(pipe(["北京"]), torch.nn.functional.normalize(cls, dim=-1).numpy(), atol=1e-5)
+    with pytest.raises(ConfigError, match="pooling 'max'"):
+        hub.ModelCard.from_dict({"name": "x", "architecture": "bert", "pooling": "max",
+                                 "sources": [{"kind": "local", "path": str(directory)}]})
