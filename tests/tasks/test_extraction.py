@@ -318,3 +318,29 @@ def test_features_labels_and_a_perfect_score(tok):
     assert scores["f1"] == 1.0 and scores["f1/人物"] == 1.0 and scores["f1/主办方"] == 1.0
     silent = [(np.zeros_like(s), np.zeros_like(e)) for s, e in perfect]
     assert spec.score(silent, None, label_names=None, examples=ds, features=features, data=data)["recall"] == 0.0
+
+
+# ----------------------------------------------------------------------------- built-in data
+
+
+def test_peoples_daily_time_spans_types_and_synonyms():
+    from nlp.tasks.datasets import BUILTIN
+    from nlp.tasks.datasets.builtin import entity_spans, peoples_daily_sentences
+    from nlp.tasks.extraction.builtin import SYNONYMS, records_of_sentence, time_spans
+
+    line = ("19980101-01-001-002/m 1997年/t 12月/t 31日/t ，/w 江/nr 泽民/nr 在/p [中共/nt 中央/n]nt 讲话/v ，/w "
+            "今天/t 北京/ns 晴/a 。/w")
+    _, sentences = peoples_daily_sentences(line)
+    units = sentences[0]
+    chars, ents = entity_spans(units)
+    text = "".join(chars)
+    assert [text[s:e] for s, e in time_spans(units)] == ["1997年12月31日", "今天"]
+    spans = {"人物": [(s, e + 1) for t, s, e in ents if t == "PER"], "时间": time_spans(units)}
+    types = ["人物", "地点", "组织机构", "时间"]
+    test_rows = records_of_sentence("s1", text, spans, types, "test")
+    assert [r["prompt"] for r in test_rows] == types  # scored under the names Taskflow's examples use
+    assert [x["text"] for x in test_rows[0]["result_list"]] == ["江泽民"] and test_rows[1]["result_list"] == []
+    train_prompts = {r["prompt"] for i in range(40) for r in records_of_sentence(f"s{i}", text, spans, types, "train")}
+    assert {"人名", "地名", "机构"} <= train_prompts and train_prompts <= {n for names in SYNONYMS.values() for n in names}
+    assert {"peoples-daily-1998-uie", "msra-uie", "zh-ner-uie"} <= set(BUILTIN)
+    assert BUILTIN["zh-ner-uie"].task == "information-extraction" and "时间" not in BUILTIN["zh-ner-uie"].label_names

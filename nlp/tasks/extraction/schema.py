@@ -99,6 +99,8 @@ def parse_schema(schema: Any, where: str = "schema") -> tuple[SchemaNode, ...]:
     if schema is None:
         raise SchemaError(f"no {where}: give the types to extract, e.g. schema=['人物', '地点', "
                           "{'组织机构': ['成立时间']}]")
+    if isinstance(schema, (list, tuple)) and schema and all(isinstance(n, SchemaNode) for n in schema):
+        return tuple(schema)  # parsed already
     if isinstance(schema, tuple):
         schema = list(schema)
     if not isinstance(schema, (str, list, dict)):

@@ -10,6 +10,7 @@ threshold share forward passes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from nlp.tasks.extraction.preprocess import prompt_room
@@ -32,9 +33,9 @@ _RESULT = {"type": "object", "additionalProperties": {"type": "array", "items": 
 
 class InformationExtractionAdapter(ServingAdapter):
     summary = "Spans of the schema's types (and their relations) in each text"
-    parameters = {"schema": (f"the types to extract, as Taskflow takes them: [\"时间\", {{\"竞赛名称\": [\"主办方\"]}}]; "
-                             f"at most {MAX_SCHEMA_DEPTH} levels, {MAX_SCHEMA_PROMPTS} names, "
-                             f"{MAX_PROMPT_CHARS} characters a name")}
+    parameters = {"schema": (f"the types to extract, as Taskflow takes them: [\"时间\", {{\"竞赛名称\": [\"主办方\"]}}], "
+                             f"or names separated by commas; at most {MAX_SCHEMA_DEPTH} levels, "
+                             f"{MAX_SCHEMA_PROMPTS} names, {MAX_PROMPT_CHARS} characters a name")}
     output_description = "{type: [span]} per text (a list of them for a list of texts)"
 
     def check_params(self, params: dict[str, Any], served: Any) -> None:
@@ -43,8 +44,11 @@ class InformationExtractionAdapter(ServingAdapter):
                 raise RequestError(422, "parameters.schema is missing: send the types to extract, e.g. "
                                         "{\"schema\": [\"人物\", \"地点\"]}")
             return
+        schema = params["schema"]
+        if isinstance(schema, str):  # "人物，地点" typed into a form: the names, as `nlp predict --schema` takes them
+            schema = [name for name in re.split(r"[,，]", schema) if name.strip()] or schema
         try:
-            params["schema"] = parse_schema(params["schema"], "parameters.schema")
+            params["schema"] = parse_schema(schema, "parameters.schema")
         except SchemaError as err:
             raise RequestError(422, str(err)) from None
 
@@ -67,6 +71,13 @@ class InformationExtractionAdapter(ServingAdapter):
         elif getattr(served.pipeline, "schema", None) is None:
             schema = WARM_UP_SCHEMA
         return served.pipeline(items, schema=schema, **options)
+
+    def request_schema(self) -> dict[str, Any]:
+        schema = super().request_schema()
+        param = schema["properties"]["parameters"]["properties"]["schema"]
+        # no "type": the playground takes it as JSON when it parses, else as text (names by commas)
+        param["oneOf"] = [{"type": "string"}, {"type": "array"}, {"type": "object"}]
+        return schema
 
     def response_schema(self) -> dict[str, Any]:
         return {"oneOf": [_RESULT, {"type": "array", "items": _RESULT}]}

@@ -11,6 +11,8 @@ import torch
 
 from nlp._common import DataError, NlpError
 from nlp._settings import Problem
+from nlp.tasks.datasets import register_dataset
+from nlp.tasks.extraction.builtin import builtin_datasets
 from nlp.tasks.extraction.data import read_extraction
 from nlp.tasks.extraction.decode import merge_spans, row_spans
 from nlp.tasks.extraction.heads import ErnieForInformationExtraction
@@ -185,5 +187,8 @@ class InformationExtractionSpec(TaskSpec):
         batch = DataCollatorWithPadding(pad_token_id=tokenizer.pad_token_id)([firsts[k].features() for k in sorted(firsts)])
         return {k: batch[k].numpy().astype(np.int64) for k in self.export_inputs}
 
+
+for _dataset in builtin_datasets():
+    register_dataset(_dataset)
 
 INFORMATION_EXTRACTION = InformationExtractionSpec()
