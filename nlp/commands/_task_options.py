@@ -77,6 +77,8 @@ def _parser_of(name: str, declared: list[tuple[str, Any]]) -> Any:
     def parse(text: str) -> Any:
         if nullable and text.lower() in ("null", "none", "all"):
             return None
+        if list in types:  # a list of strings: one flag, the items separated by commas
+            return [item.strip() for item in text.split(",")]
         for kind in (int, float, str):
             if kind in types:
                 try:

@@ -16,6 +16,8 @@ everything that takes them::
 `predict`), "serve" (the server's `parameters` of the task's /predict route) and "evaluate"
 (`nlp evaluate`: a field of the task's settings that scoring reads, such as QA's doc_stride).
 `maximum` is a number, or "max_length": bounded by the model's window (known when it is loaded).
+An option of type `list` takes a list of non-blank strings (zero-shot's candidate labels); its
+`minimum` and `maximum` bound how many, and a flag takes them separated by commas.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from nlp._common import ConfigError, did_you_mean
 __all__ = ["CallOption", "OptionError", "USES", "check_options"]
 
 USES = ("predict", "serve", "evaluate")
-_TYPES = (int, float, bool, str)
+_TYPES = (int, float, bool, str, list)  # list: of non-blank strings
 
 
 class OptionError(ConfigError):
@@ -38,7 +40,7 @@ class OptionError(ConfigError):
 @dataclass(frozen=True)
 class CallOption:
     name: str  # a Python identifier: the keyword, the parameter's name; the flag is --name-with-dashes
-    type: type  # int, float, bool or str
+    type: type  # int, float, bool, str, or list (of strings; the bounds count its items)
     default: Any  # what the task does when the option is not given (shown in help texts)
     help: str  # one line: what it does
     minimum: float | None = None
@@ -51,7 +53,8 @@ class CallOption:
         if not self.name.isidentifier():
             raise ValueError(f"CallOption name {self.name!r} must be a Python identifier (it becomes a keyword)")
         if self.type not in _TYPES:
-            raise ValueError(f"CallOption {self.name!r}: type must be one of int, float, bool, str; got {self.type!r}")
+            raise ValueError(f"CallOption {self.name!r}: type must be one of int, float, bool, str, list; "
+                             f"got {self.type!r}")
         bad = [u for u in self.uses if u not in USES]
         if bad or not self.uses:
             raise ValueError(f"CallOption {self.name!r}: uses must be a non-empty subset of {USES}; got {self.uses!r}")
@@ -82,6 +85,8 @@ class CallOption:
             if not isinstance(value, str):
                 raise OptionError(f"{where} must be a string, got {_short(value)}")
             return value
+        if self.type is list:
+            return self._check_list(value, maximum, where)
         kind = "an integer" if self.type is int else "a number"
         ok_type = (isinstance(value, int) if self.type is int else isinstance(value, (int, float))) \
             and not isinstance(value, bool)
@@ -92,6 +97,16 @@ class CallOption:
             none = " or null" if self.nullable else ""
             raise OptionError(f"{where} must be {kind}{low}{high}{none}, got {_short(value)}")
         return self.type(value)
+
+    def _check_list(self, value: Any, maximum: float | None, where: str) -> list[str]:
+        low = int(self.minimum) if self.minimum is not None else 0
+        count = f"{low} to {int(maximum)}" if maximum is not None else f"{low} or more"
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise OptionError(f"{where} must be a list of {count} non-blank strings, got {_short(value)}")
+        if len(value) < low or (maximum is not None and len(value) > maximum):
+            raise OptionError(f"{where} must be a list of {count} non-blank strings{self.why_maximum}, "
+                              f"got {len(value)}")
+        return list(value)
 
     def describe(self) -> str:
         """`--top-k INT (default 1, >= 1): labels per text`: one line for help texts and `nlp tasks`."""
@@ -106,9 +121,16 @@ class CallOption:
 
     def json_schema(self) -> dict[str, Any]:
         """The option as a JSON schema (the server's OpenAPI document)."""
-        kind = {int: "integer", float: "number", bool: "boolean", str: "string"}[self.type]
+        kind = {int: "integer", float: "number", bool: "boolean", str: "string", list: "array"}[self.type]
         schema: dict[str, Any] = {"type": [kind, "null"] if self.nullable else kind, "description": self.help,
                                   "default": self.default}
+        if self.type is list:  # the bounds count the items
+            schema["items"] = {"type": "string", "minLength": 1}
+            if self.minimum is not None:
+                schema["minItems"] = int(self.minimum)
+            if isinstance(self.maximum, (int, float)):
+                schema["maxItems"] = int(self.maximum)
+            return schema
         if self.minimum is not None:
             schema["minimum"] = self.minimum
         if isinstance(self.maximum, (int, float)):

@@ -69,6 +69,7 @@ BUILTIN_TASKS = (
     "nlp.tasks.qa.spec:QUESTION_ANSWERING",
     "nlp.tasks.embedding.spec:FEATURE_EXTRACTION",
     "nlp.tasks.embedding.spec:SENTENCE_SIMILARITY",
+    "nlp.tasks.zero_shot.spec:ZERO_SHOT_CLASSIFICATION",
     "nlp.tasks.lexical.spec:LEXICAL_ANALYSIS",
     "nlp.tasks.lexical.spec:POS_TAGGING",
     "nlp.tasks.lexical.spec:WORD_SEGMENTATION",
