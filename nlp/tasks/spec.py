@@ -245,6 +245,18 @@ class TaskSpec:
             if (Path(src) / name).is_file():
                 shutil.copyfile(Path(src) / name, Path(dst) / name)
 
+    def training_split(self, ds: Any, settings: Any = None) -> Any:
+        """The records of the train split that training uses, by the recipe's task section
+        (classification's few_shot: k per class); default: all of them."""
+        return ds
+
+    def prepare_model(self, model: Any, features: Sequence[dict], collate: Callable[[list], dict],
+                      settings: Any = None, *, tokenizer: Any = None, data: Any = None,
+                      label_names: Sequence[str] | None = None, device: Any = "cpu") -> None:
+        """Work on a freshly built model before the engine's training starts, by the recipe's task
+        section (classification's few_shot: the encoder tuned on pairs, the head fitted);
+        `features`: the training features, `collate` pads them. Default: nothing."""
+
     def collator(self, tokenizer: Any, *, pad_to_multiple_of: int | None = None) -> Callable[[list], dict]:
         """Feature dicts -> one padded batch of tensors, for training, evaluation and the pipeline.
         Default: `DataCollatorWithPadding` (features of one sequence each); a task whose features

@@ -175,6 +175,7 @@ def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, 
     except DataError as err:
         key = "data.label_names" if "label set" in str(err) or "tag set" in str(err) else "data"
         raise ConfigError(f"{key}: {err}") from None
+    splits["train"] = spec.training_split(splits["train"], recipe.task)  # e.g. k examples per class
     originals = len(splits["train"])
     if data.extra_train:
         splits["train"], sources["train"] = _with_extra_train(spec, data, splits["train"], sources["train"])
@@ -437,6 +438,8 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     features = {role: featurize(recipe, ds, tokenizer, data.label_names, spec=spec) for role, ds in data.splits.items()}
     pad = tokenizer.pad_token_id
     eval_collate = spec.collator(tokenizer)
+    spec.prepare_model(model, features["train"], eval_collate, recipe.task, tokenizer=tokenizer, data=recipe.data,
+                       label_names=data.label_names, device=_process_state(recipe).device)
     train_collate: Any = eval_collate
     if settings.data.batching == "packed":
         train_collate = PackingCollator(max_length=settings.data.pack_max_length, pad_token_id=pad)

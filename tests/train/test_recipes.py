@@ -220,7 +220,7 @@ def test_task_knobs_live_in_the_task_section_and_old_data_keys_move_there(caplog
         recipe_from_dict(_base(data={"doc_stride": 32}, task={"doc_strid": 3}))
     msg = str(err.value)
     assert "data.doc_stride: moved to task.doc_stride, which text-classification does not have" in msg
-    assert "task.doc_strid: unknown key. Valid keys here: name." in msg
+    assert "task.doc_strid: unknown key. Valid keys here: name, few_shot." in msg
     with pytest.raises(ConfigError, match=r"task.doc_strid: unknown key\. Did you mean 'doc_stride'\?"):
         recipe_from_dict(_base(task={"name": "qa", "doc_strid": 3}))
     with pytest.raises(ConfigError, match=r"task.doc_stride \(128\) must be smaller than data.max_length \(64\)"):

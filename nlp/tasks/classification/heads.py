@@ -14,6 +14,13 @@ rule (integer labels: single-label, float labels: multi-label) and leaves the co
 Packed rows (`pack_ids` from `nlp.tokenizer.PackingCollator`): the backbone pools the first
 token of every packed sequence, giving one row per sequence in row-major order, which is the
 order of the collator's 1-D `labels`.
+
+`classifier_pooling: "mean"` in config.json (the name transformers' ModernBERT uses) makes the
+classifier read the mean of the last layer over the attended tokens instead of the pooler's
+tanh(dense([CLS])): the sentence embedding of a mean-pooled embedding model, which few-shot
+training (few_shot.py, SetFit's recipe) tunes contrastively before fitting the classifier on it.
+transformers' BertForSequenceClassification pools [CLS] whatever the config says, so such a
+model gives other logits there; here every layer (evaluate, predict, export, serve) runs it.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nlp._common import DataError
+from nlp._common import ConfigError, DataError
 from nlp.models import Dropout, ErnieConfig, ErnieModel, PreTrainedEncoder
 
-__all__ = ["ErnieForSequenceClassification", "SequenceClassifierOutput"]
+__all__ = ["ErnieForSequenceClassification", "SequenceClassifierOutput", "CLASSIFIER_POOLINGS"]
+
+CLASSIFIER_POOLINGS = ("cls", "mean")  # config.json `classifier_pooling`; "cls" when absent
 
 
 @dataclass
@@ -93,6 +102,9 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
         if config.problem_type is None and config.num_labels == 1:
             config.problem_type = "regression"  # what transformers' rule gives one label
         self.num_labels = config.num_labels
+        self.pooling = config.extra.get("classifier_pooling", "cls")
+        if self.pooling not in CLASSIFIER_POOLINGS:
+            raise ConfigError(f"classifier_pooling={self.pooling!r}; valid: {', '.join(CLASSIFIER_POOLINGS)}")
         self.backbone = ErnieModel(config, add_pooling_layer=True)
         p = config.classifier_dropout
         self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
@@ -103,11 +115,26 @@ class ErnieForSequenceClassification(PreTrainedEncoder):
                 token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, pack_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> SequenceClassifierOutput:
-        pooled = self.backbone.pooled_output(input_ids, attention_mask, token_type_ids, task_type_ids,
-                                             position_ids, pack_ids)  # (B, H) or (S, H) packed
+        pooled = self.sentence_features(input_ids, attention_mask, token_type_ids, task_type_ids, position_ids,
+                                        pack_ids)  # (B, H) or (S, H) packed
         logits = self.classifier(self.dropout(pooled))  # (B|S, num_labels)
         loss = None if labels is None else classification_loss(self.config, logits, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)
+
+    def sentence_features(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                          token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
+                          position_ids: torch.Tensor | None = None,
+                          pack_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, H) what the classifier reads: the pooler's output, or the mean over the tokens."""
+        if self.pooling == "cls":
+            return self.backbone.pooled_output(input_ids, attention_mask, token_type_ids, task_type_ids,
+                                               position_ids, pack_ids)
+        if pack_ids is not None:
+            raise DataError("classifier_pooling=mean does not take packed rows; set train.data.batching: dynamic")
+        hidden = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
+                               position_ids).last_hidden_state  # (B, T, H)
+        mask = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)  # (B, H)
 
     def _hf_key_map(self) -> dict[str, list[str]]:
         out = super()._hf_key_map()

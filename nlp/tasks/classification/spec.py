@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from nlp._common import ConfigError
 from nlp._extras import LazyModule
+from nlp.tasks.classification.few_shot import FewShotSettings, prepare_few_shot, sample_per_class
 from nlp.tasks.classification.data import read_classification
 from nlp.tasks.classification.pipeline import TextClassificationPipeline
 from nlp.tasks.classification.heads import ErnieForSequenceClassification
@@ -15,11 +18,22 @@ from nlp.tasks.classification.metrics import classification_metrics, multilabel_
 from nlp.tasks.classification.preprocess import preprocess_classification
 from nlp.tasks.classification.serving import ClassificationAdapter
 from nlp.tasks.options import CallOption
-from nlp.tasks.spec import TaskSpec
+from nlp.tasks.spec import TaskSettings, TaskSpec
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
-__all__ = ["ClassificationSpec", "CLASSIFICATION", "problem_type_of"]
+__all__ = ["ClassificationSpec", "ClassificationSettings", "CLASSIFICATION", "problem_type_of"]
+
+
+@dataclass
+class ClassificationSettings(TaskSettings):
+    """The recipe's task section for classification."""
+
+    name: str = "text-classification"
+    # train from k examples per class the SetFit way (few_shot.py): the train split is cut to k
+    # per class, the encoder tuned on pairs of them, a logistic-regression head fitted, then the
+    # engine's epochs train the head (and the encoder with `end_to_end`). None: ordinary training
+    few_shot: FewShotSettings | None = None
 
 
 def problem_type_of(label_feature: Any) -> str:
@@ -46,6 +60,7 @@ class ClassificationSpec(TaskSpec):
     distill_losses = {"logits": "softmax"}  # single-label; `distill_targets` says so per problem type
     result_field = "labels"
     serving = ClassificationAdapter()
+    settings = ClassificationSettings
     call_options = (CallOption("top_k", int, 1, "how many labels to return per text, best first (null: all)",
                                minimum=1, nullable=True),)
     reader = staticmethod(read_classification)
@@ -95,7 +110,38 @@ class ClassificationSpec(TaskSpec):
         out = super().head_config(label_names)
         if train is not None and "label" in train.column_names:
             out["problem_type"] = problem_type_of(train.features["label"])
+        if getattr(settings, "few_shot", None) is not None:
+            out["classifier_pooling"] = "mean"  # the sentence embedding the pairs tune (heads.py)
         return out
+
+    def training_split(self, ds: datasets.Dataset, settings: Any = None) -> datasets.Dataset:
+        few_shot = getattr(settings, "few_shot", None)
+        if few_shot is None:
+            return ds
+        if problem_type_of(ds.features["label"]) != "single_label_classification":
+            raise ConfigError("task.few_shot needs single-label classes (one label name per example); this train "
+                              "split's labels are " + problem_type_of(ds.features["label"]).replace("_", " "))
+        return ds.select(sample_per_class(ds["label"], few_shot.k, few_shot.seed))
+
+    def prepare_model(self, model: Any, features: Sequence[dict], collate: Callable, settings: Any = None, *,
+                      tokenizer: Any = None, data: Any = None, label_names: Sequence[str] | None = None,
+                      device: Any = "cpu") -> None:
+        few_shot = getattr(settings, "few_shot", None)
+        if few_shot is None:
+            return
+        names = list(label_names or [])
+        unknown = [k for k in few_shot.label_descriptions if k not in names]
+        if unknown:
+            raise ConfigError(f"task.few_shot.label_descriptions names {unknown[0]!r}, not a label of the data; "
+                              f"its labels: {', '.join(names)}")
+        described = list(few_shot.label_descriptions.items())
+        anchors: list[dict] = []
+        if described:
+            columns = preprocess_classification(
+                {"text": [d for _, d in described], "label": [names.index(n) for n, _ in described]}, tokenizer,
+                max_length=data.max_length, num_labels=len(names))
+            anchors = [{k: v[i] for k, v in columns.items()} for i in range(len(described))]
+        prepare_few_shot(model.to(device), features, collate, few_shot, names, anchors, device=device)
 
     def distill_targets(self, config: Any) -> dict[str, str]:
         # one score per label of a multi-label head; one number of a regression head
