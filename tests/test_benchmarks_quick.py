@@ -33,6 +33,7 @@ QUICK = {
     "quality.py": (["--quick"], True),
     "pretrain_vs_random.py": (["--quick"], True),
     "install_footprint.py": (["--quick"], True),  # builds two fresh venvs with pip
+    "correction.py": (["--quick"], True),  # each side in its own process; pycorrector loads its word lists
 }
 # scripts that read what only a run makes (a trained model, a profile): they run on those, and are
 # checked by their own tests (tests/test_benchmarks_*.py) or by the runs the docs describe

@@ -50,9 +50,9 @@ class TextCorrectionSpec(TaskSpec):
     packable = False  # scoring maps each row back to its sentence
     result_field = "correction"
     settings = CorrectionSettings
-    # the correction head's scores only: MacBERT4CSC and ERNIE-CSC decide from them at inference;
-    # the detection head is a training signal
-    export_outputs = {"logits": ("batch", "sequence", "vocab")}
+    # the pipeline decides from the correction head's scores, as MacBERT4CSC does at inference; the
+    # detection logits are exported too, for callers who want a per-character error score
+    export_outputs = {"logits": ("batch", "sequence", "vocab"), "detection_logits": ("batch", "sequence")}
     # a vocabulary-sized score at every position of a test split would take gigabytes (707 SIGHAN
     # sentences x 64 tokens x 7,000 ids x 4 bytes = 1.3 GB): evaluation keeps per position the best
     # id and two probabilities (`keep_logits`), never the scores
