@@ -27,6 +27,8 @@ QUICK = {
     "embed.py": (["--quick"], True),
     "inference.py": (["--quick"], True),
     "extraction_speed.py": (["--quick"], True),  # Taskflow's side too where the Paddle side venv is
+    "extraction_batching.py": (["--quick"], True),
+    "extraction_quality.py": (["--quick"], True),  # builds zh-ner-uie and peoples-daily-1998-uie
     "model.py": (["--quick", "--rounds", "1"], True),
     "serve.py": (["--quick"], True),
     "finetune.py": (["--quick"], True),

@@ -344,3 +344,18 @@ def test_peoples_daily_time_spans_types_and_synonyms():
     assert {"人名", "地名", "机构"} <= train_prompts and train_prompts <= {n for names in SYNONYMS.values() for n in names}
     assert {"peoples-daily-1998-uie", "msra-uie", "zh-ner-uie"} <= set(BUILTIN)
     assert BUILTIN["zh-ner-uie"].task == "information-extraction" and "时间" not in BUILTIN["zh-ner-uie"].label_names
+
+
+def test_predict_takes_the_schema_as_nlp_predict_passes_it(model_dir):
+    spec = get_task("information-extraction")
+    pipe = nlp.pipeline("ie", model=str(model_dir), max_length=64)
+    records = [{"text": TEXTS[0]}, {"text": HARD}]
+    got = spec.predict(pipe, records, schema='["时间", {"人物": ["国籍"]}]', position_prob=0.2)
+    want = pipe([r["text"] for r in records], schema=["时间", {"人物": ["国籍"]}], position_prob=0.2)
+    assert [g["extraction"] for g in got] == want
+    assert spec.predict(pipe, records[:1], schema="时间，人物")[0]["extraction"] == pipe(TEXTS[0], schema=["时间", "人物"])[0]
+    with pytest.raises(DataError, match="no schema: give --schema"):
+        spec.predict(pipe, records)
+    assert spec.empty_prediction() == {"extraction": {}}
+    assert [o.name for o in spec.options_for("predict")] == ["schema", "position_prob"]
+    assert [o.name for o in spec.options_for("serve")] == ["position_prob"]  # the schema is the route's own parameter
