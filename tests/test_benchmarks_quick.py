@@ -32,6 +32,7 @@ QUICK = {
     "model.py": (["--quick", "--rounds", "1"], True),
     "serve.py": (["--quick"], True),
     "finetune.py": (["--quick"], True),
+    "few_shot.py": (["--quick"], True),  # trains: few-shot, fine-tuning and TF-IDF at k=2, zero-shot
     "quality.py": (["--quick"], True),
     "pretrain_vs_random.py": (["--quick"], True),
     "install_footprint.py": (["--quick"], True),  # builds two fresh venvs with pip
