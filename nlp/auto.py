@@ -271,8 +271,8 @@ def default_model(task: str) -> str:
     defaults = default_models()
     if spec.default_model is None:
         listed = ", ".join(f"{t} ({m})" for t, m in defaults.items()) or "none"
-        raise ConfigError(f"{task!r} has no default model: pass model= (a hub name, an owner/repo id or a local "
-                          f"directory, e.g. a fine-tuned run's model/). Tasks with a default model: {listed}; "
+        kind = spec.model_hint or "a hub name, an owner/repo id or a local directory, e.g. a fine-tuned run's model/"
+        raise ConfigError(f"{task!r} has no default model: pass model= ({kind}). Tasks with a default model: {listed}; "
                           f"model-free: {_model_free(TASKS)}")
     name = spec.default_model
     if hub.registry.find_card(name) is None:

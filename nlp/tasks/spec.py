@@ -72,6 +72,9 @@ class TaskSpec:
     # the hub name `nlp.pipeline(task)` and `nlp predict --task` use when no model is given: a
     # fine-tuned model shipped inside the package (`nlp hub ship`); None: the task has no default
     default_model: ClassVar[str | None] = None
+    # what `model=` takes, said when no model is given and the task has no default ("" : any
+    # model directory of the task)
+    model_hint: ClassVar[str] = ""
     # pipelines of the task that need no model, by the name passed as `model=`: word segmentation's
     # "jieba"; `nlp.pipeline(task, model=NAME, **options)` calls the factory with the options
     builtin_pipelines: ClassVar[dict[str, Callable[..., Any]]] = {}

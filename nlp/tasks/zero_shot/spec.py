@@ -26,6 +26,8 @@ class ZeroShotSpec(EmbeddingSpec):
     aliases = ("zero-shot",)
     pipeline_class = ZeroShotClassificationPipeline
     serving = ZeroShotAdapter()
+    model_hint = ("an embedding model: a feature-extraction hub name such as multilingual-e5-small, or its "
+                  "directory; with none, this task takes feature-extraction's default model, and that task has none")
     result_field = "labels"
     result_fields = ("labels", "scores")
     call_options = (
