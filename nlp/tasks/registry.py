@@ -70,6 +70,7 @@ BUILTIN_TASKS = (
     "nlp.tasks.embedding.spec:FEATURE_EXTRACTION",
     "nlp.tasks.embedding.spec:SENTENCE_SIMILARITY",
     "nlp.tasks.zero_shot.spec:ZERO_SHOT_CLASSIFICATION",
+    "nlp.tasks.ranking.spec:TEXT_RANKING",
     "nlp.tasks.lexical.spec:LEXICAL_ANALYSIS",
     "nlp.tasks.lexical.spec:POS_TAGGING",
     "nlp.tasks.lexical.spec:WORD_SEGMENTATION",
