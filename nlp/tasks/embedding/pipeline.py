@@ -5,6 +5,8 @@
     sim = nlp.pipeline("sentence-similarity", model="runs/embed/model")
     sim("今天天气很好", ["天气不错", "我饿了"])       # [0.83, 0.12]: cosine per target
     sim.search("天气怎么样", corpus, top_k=5)       # [{"corpus_id", "score", "text"}, ...]
+    rr = nlp.pipeline("text-ranking", model="runs/rerank-titles")
+    sim.search("天气怎么样", corpus, top_k=5, rerank=rr, rerank_top_k=20)  # retrieve 20, rerank, keep 5
     index = sim.index(corpus); index.save("idx/")  # search a saved index later: sim.search(q, EmbeddingIndex.load("idx/"))
     emb.lexical_weights("今天天气很好", as_tokens=True)  # {"天": 0.21, ...}: a model with lexical weights
 
@@ -324,6 +326,21 @@ class EmbeddingIndex:
         return out
 
 
+def _reranked(rerank: Any, query: str | Sequence[str], hits: list, top_k: int) -> list:
+    """`hits` (one query's, or a list of lists) ordered by `rerank`'s scores, the first `top_k`."""
+    single = isinstance(query, str)
+    queries, lists = ([query], [hits]) if single else (list(query), hits)
+    out = []
+    for q, row in zip(queries, lists):
+        ranking = rerank(q, [h["text"] for h in row]) if row else []
+        if sorted(r["index"] for r in ranking) != list(range(len(row))):
+            raise DataError(f"rerank returned {len(ranking)} entries for {len(row)} passages; it must rank every "
+                            "passage it is given ([{'index', 'score'}, ...], every index once)")
+        out.append([{**row[r["index"]], "score": float(r["score"]), "retrieval_score": row[r["index"]]["score"]}
+                    for r in ranking[:top_k]])
+    return out[0] if single else out
+
+
 def _check_windows(windows: str) -> None:
     if windows not in WINDOW_SCORES:
         raise ConfigError(f"windows={windows!r}: choose one of {', '.join(WINDOW_SCORES)} (how a long text's windows "
@@ -407,14 +424,33 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
 
     def search(self, query: str | Sequence[str], corpus: Sequence[str] | EmbeddingIndex | str | os.PathLike,
                top_k: int = 10, *, scoring: str | None = None, truncate: bool = False,
-               stride: int | None = None, windows: str = "max+mean") -> Any:
+               stride: int | None = None, windows: str = "max+mean", rerank: Any = None,
+               rerank_top_k: int | None = None) -> Any:
         """The `top_k` corpus texts closest to the query: [{"corpus_id", "score", "text"}, ...],
         best first (a list of such lists for a list of queries). `corpus`: texts, an
         `EmbeddingIndex`, or the directory of a saved one. `windows`: how a long text's windows
         score it, "max+mean" (the mean of its best window's score and its windows' mean) or
-        "max" (its best window's); see EmbeddingIndex."""
+        "max" (its best window's); see EmbeddingIndex.
+
+        `rerank`: retrieve then rerank. The `rerank_top_k` best texts (default: max(top_k, 20))
+        are scored again by `rerank`, a callable (query, passages) -> [{"index", "score"}, ...]
+        best first (a text-ranking pipeline: nlp.pipeline("text-ranking", model=...)), and the
+        `top_k` best by its score are returned; each hit keeps its first-stage score as
+        "retrieval_score". A text below the first `rerank_top_k` is never returned."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ConfigError(f"top_k must be a positive int, got {top_k!r}")
+        if rerank is not None:
+            if not callable(rerank):
+                raise ConfigError(f"rerank must be a callable (query, passages) -> ranking, such as "
+                                  f"nlp.pipeline('text-ranking', model=...); got {type(rerank).__name__}")
+            depth = max(top_k, 20) if rerank_top_k is None else rerank_top_k
+            if isinstance(depth, bool) or not isinstance(depth, int) or depth < top_k:
+                raise ConfigError(f"rerank_top_k must be an int >= top_k ({top_k}), got {rerank_top_k!r}")
+            hits = self.search(query, corpus, depth, scoring=scoring, truncate=truncate, stride=stride,
+                               windows=windows)
+            return _reranked(rerank, query, hits, top_k)
+        if rerank_top_k is not None:
+            raise ConfigError("rerank_top_k is given without rerank; pass rerank=a text-ranking pipeline")
         scoring = self._scoring(scoring)
         _check_windows(windows)  # before the corpus is indexed
         if isinstance(corpus, (str, os.PathLike)):

@@ -5,10 +5,11 @@
 JSON lines, a JSON array, or ``{"data": [...]}`` (field names are reader options:
 ``data.reader: {query_column: question}``). A record is one query group: the positive and its
 negatives are scored together (listwise training puts a softmax over the group; evaluation
-ranks the positive among them). Each record needs at least one negative; a bad record (a missing
-field, a text that is not a string, a blank text, a negative equal to the positive) is a
-DataError naming the file, the record and the field, never skipped in silence. Records whose
-query is blank are the one thing skipped, counted in the read stats.
+ranks the positive among them). `negatives` may be left out where the recipe mines them
+(`task.negatives: bm25`, spec.py); a bad record (a missing field, a text that is not a string, a
+blank text, a negative equal to the positive) is a DataError naming the file, the record and the
+field, never skipped in silence. Records whose query is blank are the one thing skipped, counted
+in the read stats.
 
 Columns of the Dataset: ``query`` (str), ``positive`` (str), ``negatives`` (list of str).
 """
@@ -53,11 +54,10 @@ def check_group(record: Any, where: str, *, query: str = "query", positive: str 
                         f"[str, ...]}}, got a {type(record).__name__}")
     q = _text(record, query, where)
     p = _text(record, positive, where)
-    negs = record.get(negatives)
-    if not isinstance(negs, list) or not negs:
-        got = "missing" if negatives not in record else f"{negs!r}"[:40]
-        raise DataError(f"{where}: {negatives!r} is {got}; expected a non-empty list of strings (passages that do "
-                        f"not answer the query; mine them with `python -m nlp.tasks.ranking.mining`)")
+    negs = record.get(negatives, [])
+    if not isinstance(negs, list):
+        raise DataError(f"{where}: {negatives!r} is {f'{negs!r}'[:40]}; expected a list of strings (passages that "
+                        "do not answer the query; or leave it out and mine them: task.negatives: bm25)")
     for i, n in enumerate(negs):
         _text({negatives: n}, negatives, f"{where}: {negatives}[{i}]")
         if n == p:

@@ -10,7 +10,7 @@ scores, and theirs loads here. Only config.json's `architectures` entry differs
 
 Inputs of shape (B, T) give scores (B, 1); a training batch of query groups, (B, G, T), gives
 (B, G) and, with `labels` (B, G) of relevance, the loss the config names (`ranking_loss`:
-"listwise" or "pointwise", losses.py), set from the recipe's `task.loss`.
+"listwise" or "pointwise", losses.py), set from the recipe's `task.ranking_loss`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
   sentence-transformers' CrossEncoder trains by default; the scores then read as
   probabilities after a sigmoid.
 
-`RANKING_LOSSES` maps the names (the recipe's `task.loss`) to the functions.
+`RANKING_LOSSES` maps the names (the recipe's `task.ranking_loss`) to the functions.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def listwise_loss(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     _check(scores, labels)
     if scores.dim() != 2 or scores.shape[1] < 2:
         raise DataError(f"the listwise loss needs groups of two or more passages, got scores {tuple(scores.shape)}; "
-                        "give each query negatives, or set task.loss: pointwise")
+                        "give each query negatives, or set task.ranking_loss: pointwise")
     target = labels.float()
     total = target.sum(-1, keepdim=True)
     if bool((total <= 0).any()):

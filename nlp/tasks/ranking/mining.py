@@ -85,8 +85,12 @@ class BM25:
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
     """Per row, the column indices of the k highest scores, best first, ties to the lower index."""
     k = min(k, scores.shape[1])
-    order = np.lexsort((np.broadcast_to(np.arange(scores.shape[1]), scores.shape), -scores), axis=-1)
-    return order[:, :k]
+    kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1]  # each row's k-th largest score
+    out = np.empty((len(scores), k), dtype=np.int64)
+    for i, (row, v) in enumerate(zip(scores, kth)):
+        cand = np.flatnonzero(row >= v)  # the top k and whatever ties the k-th
+        out[i] = cand[np.lexsort((cand, -row[cand]))][:k]
+    return out
 
 
 def _bm25_ranked(queries: Sequence[str], corpus: Sequence[str], depth: int) -> list[np.ndarray]:
