@@ -317,6 +317,42 @@ def test_question_answering_marks_the_answer_in_the_context(browser, tmp_path):
     assert _console_errors(browser) == []
 
 
+def test_information_extraction_marks_the_spans_of_the_schema_typed_in(browser, tmp_path):
+    """The served information-extraction task answers {type: [spans]} and the page draws it with
+    its extraction renderer: the spans marked in the text by type (a fresh, seeded model whose
+    heads pass a few pointers: the spans are whatever it picks). The schema is typed as names
+    separated by a full-width comma, as a person types it."""
+    import torch
+
+    from nlp.tasks.extraction import ErnieForInformationExtraction
+    from nlp.tokenizer import load_tokenizer
+
+    torch.manual_seed(0)
+    model = tmp_path / "ernie-tiny-zh-uie"
+    uie = ErnieForInformationExtraction.from_pretrained(ASSETS / "ernie-tiny-zh")
+    for head in (uie.linear_start, uie.linear_end):
+        torch.nn.init.normal_(head.weight, std=0.5)
+    uie.save_pretrained(model)
+    load_tokenizer(ASSETS / "ernie-tiny-zh").save_pretrained(model)
+    text = "2月8日上午北京冬奥会自由式滑雪女子大跳台决赛中中国选手谷爱凌以188.25分获得金牌！"
+    with _serve(model) as url:
+        _open(browser, url)
+        assert _run(browser, text, schema="人物", position_prob="0.3").startswith("200")
+        want = _api(url, text, {"schema": ["人物"], "position_prob": 0.3})
+        assert want.get("人物"), "the seeded model found no span; draw its heads wider"
+        assert _renderer(browser) == "extraction"
+        assert _marks(browser) == [(s["start"], s["end"], "人物", s["text"]) for s in want["人物"]]
+        assert _run(browser, text, schema="人物，地点", position_prob="0.3").startswith("200")
+        want = _api(url, text, {"schema": ["人物", "地点"], "position_prob": 0.3})
+        assert {m[2] for m in _marks(browser)} <= {"人物", "地点"} and _renderer(browser) == "extraction"
+        assert _console_errors(browser) == []
+        assert _run(browser, text, schema='[{"a": [{"b": [{"c": ["d"]}]}]}]').startswith("422")
+        assert "MAX_SCHEMA_DEPTH" in browser.find_element(By.ID, "status").text + \
+            browser.find_element(By.ID, "result").text
+    # the one error logged is the 422 asked for
+    assert [e["message"].rsplit(" ", 3)[-3:] for e in _console_errors(browser)] == [["422", "(Unprocessable", "Entity)"]]
+
+
 def test_typed_options_become_widgets_and_typed_values(browser):
     """A task from outside the package (tests/deploy/label_choice_task.py) whose options declare
     their types and bounds: the form has a number field with those bounds, a checkbox, a list
