@@ -25,6 +25,7 @@ QUICK = {
     "hub_serve.py": (["--quick"], True),
     "compress.py": (["--quick"], True),
     "embed.py": (["--quick"], True),
+    "rerank_speed.py": (["--quick"], True),  # each side in its own process; exports the reranker twice
     "inference.py": (["--quick"], True),
     "extraction_speed.py": (["--quick"], True),  # Taskflow's side too where the Paddle side venv is
     "extraction_batching.py": (["--quick"], True),
