@@ -681,6 +681,10 @@ def test_uie_paddle_source_through_the_hub_converters(tmp_path, isolated_hub, no
     assert path != src and (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file()
     out = _run(ErnieForInformationExtraction.from_pretrained(path))
     _assert_close_on_tokens(out.start_prob, _uie_reference(sd, cfg)[0])
+    # and the task's pipeline takes the name, tokenizer included (position_prob 0: every token passes)
+    ie = nlp.pipeline("information-extraction", model="tiny-paddle-uie", schema=["中国", "人"], position_prob=0.0)
+    (spans,) = ie(["你好世界"])
+    assert set(spans) == {"中国", "人"} and all(0 <= s["start"] < s["end"] <= 4 for v in spans.values() for s in v)
 
 
 _PADDLE_UIE_SCRIPT = r'''
