@@ -173,13 +173,18 @@ def _run_side(side: str, n_types: int, args: argparse.Namespace, work: Path, pd:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _agreement(work: Path, side: str, n_types: int) -> str:
+def _agreement(work: Path, side: str, n_types: int, short: set[int]) -> str:
+    """Taskflow's spans that `side` found too: all, and on the texts that fit one row. A longer
+    text is cut differently (Taskflow: pieces of characters, no overlap; ours: token windows
+    that overlap), so a span near a cut may differ there."""
     ref, got = work / f"spans-taskflow-{n_types}.json", work / f"spans-{side}-{n_types}.json"
     if side == "taskflow" or not ref.is_file() or not got.is_file():
-        return ""
+        return " - | - |"
     want = {tuple(s) for s in json.loads(ref.read_text(encoding="utf-8"))}
     have = {tuple(s) for s in json.loads(got.read_text(encoding="utf-8"))}
-    return f"{len(want & have)}/{len(want)}"
+    want_short = {s for s in want if s[0] in short}
+    have_short = {s for s in have if s[0] in short}
+    return f" {len(want & have)}/{len(want)} | {len(want_short & have_short)}/{len(want_short)} ({len(have_short)}) |"
 
 
 def main() -> None:
@@ -257,12 +262,15 @@ def main() -> None:
                                   better=lambda new, old: new["texts_per_s"] > old["texts_per_s"])
             for side, result in best.items():
                 table[side, n] = result
+        # texts that fit one row whatever the prompt (a Chinese character is about one token)
+        longest = max(len(t) for t in TYPES[: sizes[-1]])
+        short = {i for i, t in enumerate(texts) if len(t) + longest + 3 <= args.max_length}
         print(f"\n| side | {' | '.join(f'{n} types texts/s' for n in sizes)} | spans ({sizes[-1]} types) |"
-              f"{' of taskflow |' if pd else ''}")
-        print("| --- |" + " ---: |" * (len(sizes) + 1) + (" ---: |" if pd else ""))
+              + (f" of taskflow's | of taskflow's on the {len(short)} one-row texts (ours there) |" if pd else ""))
+        print("| --- |" + " ---: |" * (len(sizes) + 1) + (" ---: | ---: |" if pd else ""))
         for side in sides:
             cells = [f"{table[side, n]['texts_per_s']:.1f}" for n in sizes]
-            extra = f" {_agreement(work, side, sizes[-1])} |" if pd else ""
+            extra = _agreement(work, side, sizes[-1], short) if pd else ""
             print(f"| {side} | {' | '.join(cells)} | {table[side, sizes[-1]]['spans']} |{extra}")
         ratio_n = 10 if 10 in sizes else sizes[-1]
         if ("taskflow", ratio_n) in table:
