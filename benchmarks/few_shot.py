@@ -156,6 +156,7 @@ def run_grid(args: argparse.Namespace, model: str, out: Path) -> None:
                                            k, seed, args, tmp / "run")
             cell = {"dataset": dataset, "method": method, "k": k, "seed": seed, **scores,
                     "seconds": round(time.perf_counter() - start, 1), "test_texts": len(test_texts),
+                    "majority_accuracy": float(np.bincount(test_labels).max() / len(test_labels)),
                     "settings": {key: getattr(args, key) for key in ("max_length", "num_iterations", "pair_batch_size",
                                                                      "head_epochs", "ft_epochs", "ft_lr")}}
             path.write_text(json.dumps(cell, indent=1), encoding="utf-8")
@@ -170,8 +171,9 @@ def report(out: Path) -> None:
             continue
         dataset = folder.name
         n_labels = len(DATASETS.get(dataset, {}).get("labels", {})) or None
-        print(f"\n### {dataset} (test texts: {cells[0]['test_texts']}; chance accuracy "
-              f"{1 / n_labels:.3f})" if n_labels else f"\n### {dataset}")
+        majority = next((c["majority_accuracy"] for c in cells if "majority_accuracy" in c), None)
+        print(f"\n### {dataset} (test texts: {cells[0]['test_texts']}; chance accuracy {1 / n_labels:.3f}"
+              + (f", the majority class's share {majority:.3f})" if majority is not None else ")"))
         print("| method | k | seeds | accuracy mean ± sd | macro F1 mean ± sd |\n| --- | --- | --- | --- | --- |")
         groups: dict[tuple[str, int], list[dict]] = {}
         for c in cells:
