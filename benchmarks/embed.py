@@ -3,6 +3,8 @@
     python benchmarks/embed.py --quick        # a few texts: checks that every side runs
     python benchmarks/embed.py                # 2,000 reviews, 3 rounds
     python benchmarks/embed.py --model runs/embedding-idioms/model
+    python benchmarks/embed.py --model runs/embedding-zh/model --teacher runs/e5-small-zh \
+        --sides teacher-fp32 ours-fp32 ort-int8     # a student against its teacher
 
 Model: an embedding model directory (default: the shipped ernie-tiny-zh with mean pooling, as
 `nlp finetune` with task feature-extraction saves it; speed does not depend on the weights).
@@ -21,7 +23,10 @@ and each side's best round counts):
     ours-fp32, ours-auto   nlp.pipeline("feature-extraction") in fp32, and in the precision
                            `auto` picks here (bf16 on CPUs with native bf16)
     ort-fp32, ort-int8     the same pipeline on `nlp export` / `nlp export --quantize int8`
-The ratio printed last is the target of the embedding issue: ort-int8 >= 3x transformers-fp32.
+    teacher-fp32           with --teacher DIR: the same pipeline in fp32 on the model the student
+                           came from (its own weights and shape: this side's speed is the teacher's)
+The ratios printed last: each side against transformers-fp32 and, with --teacher, against
+teacher-fp32 (a shipped student's int8 export should serve >= 3x its teacher's texts per second).
 Never run it beside another busy process: the figures become noise.
 """
 
@@ -41,7 +46,7 @@ from _harness import best_of_rounds, review_texts
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SIDES = ("transformers-fp32", "sentence-transformers", "ours-fp32", "ours-auto", "ort-fp32", "ort-int8")
+SIDES = ("transformers-fp32", "sentence-transformers", "ours-fp32", "ours-auto", "ort-fp32", "ort-int8", "teacher-fp32")
 
 
 def _batches(texts: list[str], size: int) -> list[list[str]]:
@@ -80,7 +85,8 @@ def _encoder(side: str, model_dir: Path, exports: dict[str, str], args: argparse
         pipe = nlp.pipeline("feature-extraction", model=exports[side], max_length=args.max_length, **rows)
     else:
         precision = "auto" if side == "ours-auto" else None  # what `nlp serve` runs: the weights cast once
-        pipe = nlp.pipeline("feature-extraction", model=str(model_dir), max_length=args.max_length,
+        directory = args.teacher if side == "teacher-fp32" else str(model_dir)
+        pipe = nlp.pipeline("feature-extraction", model=directory, max_length=args.max_length,
                             precision=precision, **rows)
 
         def encode(batch):
@@ -137,6 +143,7 @@ def _prepare(args: argparse.Namespace, tmp: Path) -> tuple[Path, dict[str, str]]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="an embedding model directory (default: ernie-tiny-zh, mean pooling)")
+    ap.add_argument("--teacher", default=None, help="a teacher's model directory: the teacher-fp32 side")
     ap.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES)
     ap.add_argument("--texts", type=int, default=2000)
     ap.add_argument("--batch-size", type=int, default=32)
@@ -155,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.texts, args.rounds = 64, 1
     sides = [s for s in args.sides if s != "sentence-transformers" or _installed("sentence_transformers")]
+    sides = [s for s in sides if s != "teacher-fp32" or args.teacher]
     with tempfile.TemporaryDirectory() as tmp:
         model_dir, exports = _prepare(args, Path(tmp))
 
@@ -164,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                    "--max-length", str(args.max_length), "--threads", str(args.threads)]
             if args.pipeline_batch_size is not None:
                 cmd += ["--pipeline-batch-size", str(args.pipeline_batch_size)]
+            if args.teacher:
+                cmd += ["--teacher", args.teacher]
             env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if done.returncode != 0:
@@ -178,11 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     for side in sides:
         if side in best:
             print(f"{side:24s} {best[side]['texts_per_s']:9.1f}")
-    base = best.get("transformers-fp32")
-    if base:
-        for side in sides:
-            if side in best and side != "transformers-fp32":
-                print(f"{side} / transformers-fp32: {best[side]['texts_per_s'] / base['texts_per_s']:.2f}x")
+    for ref in ("transformers-fp32", "teacher-fp32"):
+        base = best.get(ref)
+        for side in sides if base else ():
+            if side in best and side != ref:
+                print(f"{side} / {ref}: {best[side]['texts_per_s'] / base['texts_per_s']:.2f}x")
     return 0
 
 

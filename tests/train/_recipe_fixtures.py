@@ -86,6 +86,10 @@ def data_overrides(name: str, directory: Path) -> list[str]:
         files = cmrc_files(directory)
     elif name.startswith("clue-"):
         files = clue_files(name[5:], directory)
+    elif name == "embedding-zh":  # its extra training pairs are written by the command in its header
+        extra = directory / "xinhua-idioms-train.jsonl"
+        extra.write_text('{"query": "比喻做事完美", "positive": "画龙点睛"}\n', encoding="utf-8")
+        return [f"data.extra_train=[{extra}]"]
     else:
         return []
     return [f"data.files.{split}={path}" for split, path in files.items()]
