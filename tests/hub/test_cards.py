@@ -89,3 +89,23 @@ def test_env_mirror_comes_first(monkeypatch):
         ("mirror", None, "/srv/mirror", "nghuyong/ernie-3.0-base-zh"),
     ]
     assert srcs[2].repo == "nghuyong/ernie-3.0-base-zh" and srcs[2].kind == "hf"
+
+
+@pytest.mark.parametrize("size", ["base", "medium", "mini", "micro", "nano"])
+def test_taskflow_uie_cards(size):
+    """uie-* name Taskflow's own files (converted on arrival as PaddleNLP's UIE) at their preset's shape."""
+    from nlp.models import preset_config
+
+    card = hub.get_card(f"uie-{size}")
+    assert card.heads == ("information-extraction",) and card.preset == f"ernie-3.0-{size}-zh"
+    (src,) = card.sources
+    assert src.kind == "url" and src.format == "paddle"
+    assert {f.name for f in src.files} == {"model_state.pdparams", "config.json", "vocab.txt",
+                                           "special_tokens_map.json", "tokenizer_config.json"}
+    assert all(f.url.startswith("https://bj.bcebos.com/paddlenlp/taskflow/information_extraction/") for f in src.files)
+    assert f"uie_{size}_v1.1/model_state.pdparams" in next(f.url for f in src.files if f.name == "model_state.pdparams")
+    preset = preset_config(card.preset)
+    assert {k: card.config[k] for k in ("hidden_size", "num_hidden_layers", "intermediate_size")} == \
+        {"hidden_size": preset.hidden_size, "num_hidden_layers": preset.num_hidden_layers,
+         "intermediate_size": preset.intermediate_size}
+    assert hub.ModelCard.from_dict(card.to_dict()) == card
