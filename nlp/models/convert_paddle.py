@@ -512,6 +512,41 @@ def _tie_decoder(out: dict[str, torch.Tensor], backbone_prefix: str, hf_config: 
 # --------------------------------------------------------------------------------------------
 
 
+# config field -> (name suffix of the tensor that holds it, axis), for sizes a config may omit
+_SIZE_SOURCES = {
+    "vocab_size": ("embeddings.word_embeddings.weight", 0),
+    "hidden_size": ("embeddings.word_embeddings.weight", 1),
+    "max_position_embeddings": ("embeddings.position_embeddings.weight", 0),
+    "type_vocab_size": ("embeddings.token_type_embeddings.weight", 0),
+    "intermediate_size": ("encoder.layers.0.linear1.weight", 1),  # Paddle's (in, out)
+}
+
+
+def _sizes_from_weights(config: dict, state: Mapping[str, np.ndarray], path: Path) -> dict:
+    """Fill the sizes an old config leaves out from the tensors that have them.
+
+    The model_config.json of early Taskflow UIE checkpoints names the token types
+    `sent_type_vocab_size` and may omit `intermediate_size`; PaddleNLP's defaults (3072, 16)
+    are wrong for the smaller models, while the weights' shapes are facts. Sizes the config
+    does give are kept and checked against the weights as always."""
+    config = dict(config)
+    if "type_vocab_size" not in config and "sent_type_vocab_size" in config:
+        config["type_vocab_size"] = config.pop("sent_type_vocab_size")
+    for field, (suffix, axis) in _SIZE_SOURCES.items():
+        if field in config:
+            continue
+        key = next((k for k in state if k == suffix or k.endswith("." + suffix)), None)
+        if key is not None and getattr(state[key], "ndim", 0) == 2:
+            config[field] = int(state[key].shape[axis])
+            logger.info("%s gives no %s: %d, from %s", path.name, field, config[field], key)
+    if "num_hidden_layers" not in config:
+        layers = {int(m.group(1)) for k in state if (m := re.search(r"encoder\.layers\.(\d+)\.", k))}
+        if layers:
+            config["num_hidden_layers"] = max(layers) + 1
+            logger.info("%s gives no num_hidden_layers: %d, from the weights", path.name, max(layers) + 1)
+    return config
+
+
 def _find_config(src: Path) -> Path:
     for name in CONFIG_NAMES:
         if (src / name).is_file():
@@ -574,8 +609,9 @@ def convert_paddle_checkpoint(
         raise DataError(f"{dst} already exists; choose another destination or pass overwrite=True (--overwrite).")
 
     config_path = _find_config(src)
-    hf_config = paddle_config_to_hf(_read_json(config_path), architecture=architecture)
     state = load_pdparams(weights)
+    config = _sizes_from_weights(_flatten_legacy(_read_json(config_path)), state, config_path)
+    hf_config = paddle_config_to_hf(config, architecture=architecture)
     tensors = convert_paddle_state_dict(state, hf_config, source=str(weights))
 
     # overwrite=True: the old directory is swapped out only once the new one is complete

@@ -640,6 +640,27 @@ def test_uie_converts_and_matches_reference(tmp_path, layout):
         _assert_close_on_tokens(got, want)
 
 
+def test_uie_early_taskflow_config_sizes_come_from_the_weights(tmp_path):
+    """Early Taskflow model_config.json: `sent_type_vocab_size`, no intermediate_size or vocab
+    size. PaddleNLP's defaults (16 types, 3072) would not fit; the weights' shapes do."""
+    from nlp.tasks.extraction import ErnieForInformationExtraction
+
+    src, sd, cfg = _uie_source(tmp_path, layout="legacy")
+    legacy = json.loads((src / "model_config.json").read_text())
+    inner = legacy["init_args"][0]["init_args"][0]
+    inner["sent_type_vocab_size"] = inner.pop("type_vocab_size")
+    for field in ("intermediate_size", "vocab_size", "num_hidden_layers"):
+        del inner[field]
+    (src / "model_config.json").write_text(json.dumps(legacy))
+    dst = convert_paddle_checkpoint(src, tmp_path / "hf")
+    hf_cfg = json.loads((dst / "config.json").read_text())
+    assert {k: hf_cfg[k] for k in ("type_vocab_size", "intermediate_size", "vocab_size", "num_hidden_layers")} == \
+        {k: TINY[k] for k in ("type_vocab_size", "intermediate_size", "vocab_size", "num_hidden_layers")}
+    assert "sent_type_vocab_size" not in hf_cfg
+    out = _run(ErnieForInformationExtraction.from_pretrained(dst))
+    _assert_close_on_tokens(out.end_prob, _uie_reference(sd, cfg)[1])
+
+
 def test_uie_architecture_flag_on_the_cli(tmp_path, capsys):
     src, _, _ = _uie_source(tmp_path, layout="no-architecture")
     # a `classifier`-free config without architectures: --architecture UIE (PaddleNLP's class name)
