@@ -22,7 +22,9 @@ Retrieve then rerank (`--rerank RERANKER`, a text-ranking run, model or export d
 query's `--rerank-top-k` best documents by the first stage (`--first-stage dense`: the model's
 cosine over the documents' first windows, as `sim.search` retrieves; `hybrid`: reciprocal-rank
 fusion, 1 / (60 + rank), of that and BM25) are scored again by the reranker and put first in its
-order, the rest after them in first-stage order; rows "first stage" and "first stage + rerank":
+order, the rest after them in first-stage order; rows "first stage", "first stage + rerank", and
+the reranked candidates ordered by the reciprocal-rank fusion of their first-stage and reranker
+ranks (a briefly trained reranker adds its signal without overruling a strong first stage):
 
     python benchmarks/retrieval.py E5_DIR --data xinhua-idioms --windows first \
         --rerank runs/rerank-idioms --first-stage hybrid --rerank-top-k 20
@@ -147,6 +149,15 @@ def _reranked_rows(args, name, queries, documents, gold, dense_first, bm25) -> l
     final[np.arange(len(queries))[:, None], top] = 1e6 + scores
     rr_name = Path(args.rerank).name if Path(args.rerank).name != "model" else Path(args.rerank).parent.name
     rows.append((f"{stage} top {k} reranked by {rr_name}", rank_metrics(final, gold)))
+    # the reranker's order fused with the first stage's (RRF over the k candidates): a reranker
+    # trained briefly adds its signal without overruling a strong first stage
+    in_top = np.zeros_like(first, dtype=bool)
+    in_top[np.arange(len(queries))[:, None], top] = True
+    first_rank = _ranks(first)
+    rerank_rank = np.full(first.shape, len(documents), dtype=np.int64)
+    rerank_rank[np.arange(len(queries))[:, None], top] = _ranks(scores)
+    fused = np.where(in_top, 1e6 + 1.0 / (60 + first_rank) + 1.0 / (60 + rerank_rank), final)
+    rows.append((f"{stage} top {k}, RRF of it and {rr_name}'s order", rank_metrics(fused, gold)))
     return rows
 
 
