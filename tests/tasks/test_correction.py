@@ -194,3 +194,5 @@ def test_offsets_protected_characters_and_long_texts():
     assert pipe("天气", protected=["天气"])["errors"] == [] and pipe([]) == []
     with pytest.raises(Exception, match=r"threshold must be a number in \[0, 1\]"):
         pipe("天气", threshold=2)
+    # same_sound keeps only corrections that sound alike: 有 -> 友 (you), not 天 -> 友
+    assert [e["position"] for e in pipe("天有", same_sound=True)["errors"]] == [1]

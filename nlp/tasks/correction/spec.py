@@ -66,6 +66,8 @@ class TextCorrectionSpec(TaskSpec):
                    minimum=0.0, maximum=1.0, uses=("predict", "serve", "evaluate")),
         CallOption("protected", str, "", "terms never changed (names, brands), separated by commas",
                    uses=("predict", "serve")),
+        CallOption("same_sound", bool, False, "only corrections that sound like the written character "
+                   "(pypinyin): fewer false alarms, no similar-shape errors fixed", uses=("predict", "serve")),
     )
     reader = staticmethod(read_pairs)
     preprocess = staticmethod(preprocess_correction)
