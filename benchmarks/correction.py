@@ -180,7 +180,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", default=[], help="our model or export directory (repeatable)")
     p.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS)
-    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--threshold", type=float, default=None, help="default: the pipeline's DEFAULT_THRESHOLD")
     p.add_argument("--sweep", type=float, nargs="*", default=[],
                    help="also score our sides at these thresholds, each also keeping only the corrections "
                         "that sound alike (pypinyin), from the same pass")
@@ -194,6 +194,10 @@ def main() -> None:
     p.add_argument("--side", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.threshold is None:
+        from nlp.tasks.correction.pipeline import DEFAULT_THRESHOLD
+
+        args.threshold = DEFAULT_THRESHOLD
     if args.side:  # a child: one side, results to --out
         Path(args.out).write_text(json.dumps(run_side(args.side, args.n, args.threshold, args.sweep, args.split), ensure_ascii=False),
                                   encoding="utf-8")

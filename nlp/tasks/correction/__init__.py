@@ -7,8 +7,8 @@ confusion sets of similar sound and shape (`synthetic.py`, `resources.py`); the 
 is SIGHAN-15 as pycorrector ships it (`data.py`), scored at sentence and character level
 (`metrics.py`).
 
-    fix = nlp.pipeline("text-correction", model="runs/correction/best")
-    fix("我跟我朋唷打算去法国玩儿。")
-    # {"source": ..., "target": "我跟我朋友打算去法国玩儿。",
-    #  "errors": [{"position": 4, "correction": {"唷": "友"}, "start": 4, "end": 5, "score": 0.93}]}
+    fix = nlp.pipeline("text-correction", model="runs/correction-csc/model")
+    fix("他再也不会这扬。")
+    # {"source": "他再也不会这扬。", "target": "他再也不会这样。",
+    #  "errors": [{"position": 6, "correction": {"扬": "样"}, "start": 6, "end": 7, "score": 0.68}]}
 """
