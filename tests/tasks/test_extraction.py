@@ -87,6 +87,12 @@ def test_the_loss_is_bce_over_real_tokens(tok):
     want = torch.nn.functional.binary_cross_entropy(out.start_prob[0, real], labels[0, real])
     want = (want + torch.nn.functional.binary_cross_entropy(out.end_prob[0, real], labels[0, real])) / 2
     assert float(out.loss) == pytest.approx(float(want), rel=1e-5)
+    heavier = ErnieForInformationExtraction(tiny_config(tok.vocab_size, uie_positive_weight=5.0))
+    heavier.load_state_dict(model.state_dict())
+    assert float(heavier(ids, mask, start_labels=labels, end_labels=labels).loss) > float(out.loss)
+    spec = get_task("ie")
+    assert spec.head_config(None, None, spec.settings(positive_weight=5.0)) == {"uie_positive_weight": 5.0}
+    assert spec.head_config(None) == {}
     with pytest.raises(DataError, match="labels have shapes"):
         model(ids, mask, start_labels=labels[:, :5], end_labels=labels[:, :5])
 

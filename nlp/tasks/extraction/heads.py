@@ -12,7 +12,8 @@ dict under PaddleNLP's own names, so a converted `uie-*` checkpoint loads key fo
 
 There is no pooler (UIE never uses it; a checkpoint's `ernie.pooler.*` is ignored on load).
 config.json: `architectures: ["ErnieForInformationExtraction"]` (`BertFor...` on a BERT
-encoder), the encoder's fields as transformers names them, nothing else of the head's.
+encoder), the encoder's fields as transformers names them; of the head's only, where a recipe
+set it, `uie_positive_weight` (training's loss, nothing inference reads).
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ from torch import nn
 from nlp._common import DataError
 from nlp.models import ErnieConfig, ErnieModel, PreTrainedEncoder
 
-__all__ = ["ErnieForInformationExtraction", "InformationExtractionOutput", "pointer_loss"]
+__all__ = ["ErnieForInformationExtraction", "InformationExtractionOutput", "pointer_loss", "POSITIVE_WEIGHT"]
+
+# config.json's field for the training loss's weight on span tokens (the recipe's
+# task.positive_weight); absent (PaddleNLP's checkpoints, the default) is UIE's loss
+POSITIVE_WEIGHT = "uie_positive_weight"
 
 
 @dataclass
@@ -39,15 +44,19 @@ class InformationExtractionOutput:
 
 
 def pointer_loss(start_prob: torch.Tensor, end_prob: torch.Tensor, start_labels: torch.Tensor,
-                 end_labels: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+                 end_labels: torch.Tensor, attention_mask: torch.Tensor | None,
+                 positive_weight: float = 1.0) -> torch.Tensor:
     """UIE's loss: binary cross-entropy of each pointer against its 0/1 labels, averaged over
     the real tokens (padding excluded), start and end averaged. Computed on the probabilities as
-    PaddleNLP does (clamped, so that a saturated sigmoid gives a finite loss)."""
+    PaddleNLP does (clamped, so that a saturated sigmoid gives a finite loss). `positive_weight`
+    scales the terms of the labelled (span start / end) tokens: 1 is UIE's loss."""
     mask = torch.ones_like(start_prob) if attention_mask is None else attention_mask.to(start_prob.dtype)
     eps = 1e-7
 
     def bce(prob: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         per_token = F.binary_cross_entropy(prob.float().clamp(eps, 1 - eps), target.float(), reduction="none")
+        if positive_weight != 1.0:
+            per_token = per_token * (1 + (positive_weight - 1) * target.float())
         return (per_token * mask).sum() / mask.sum().clamp(min=1)
 
     return (bce(start_prob, start_labels) + bce(end_prob, end_labels)) / 2
@@ -78,5 +87,6 @@ class ErnieForInformationExtraction(PreTrainedEncoder):
             if start_labels.shape != start_prob.shape or end_labels.shape != end_prob.shape:
                 raise DataError(f"start/end labels have shapes {tuple(start_labels.shape)}/"
                                 f"{tuple(end_labels.shape)}; the batch's tokens are {tuple(start_prob.shape)}")
-            loss = pointer_loss(start_prob, end_prob, start_labels, end_labels, attention_mask)
+            loss = pointer_loss(start_prob, end_prob, start_labels, end_labels, attention_mask,
+                                float(self.config.extra.get(POSITIVE_WEIGHT, 1.0)))
         return InformationExtractionOutput(loss=loss, start_prob=start_prob, end_prob=end_prob)

@@ -15,7 +15,7 @@ from nlp.tasks.datasets import register_dataset
 from nlp.tasks.extraction.builtin import builtin_datasets
 from nlp.tasks.extraction.data import read_extraction
 from nlp.tasks.extraction.decode import merge_spans, row_spans
-from nlp.tasks.extraction.heads import ErnieForInformationExtraction
+from nlp.tasks.extraction.heads import POSITIVE_WEIGHT, ErnieForInformationExtraction
 from nlp.tasks.extraction.metrics import span_f1
 from nlp.tasks.extraction.pipeline import DEFAULT_DOC_STRIDE, DEFAULT_POSITION_PROB, InformationExtractionPipeline
 from nlp.tasks.extraction.preprocess import build_rows, encode_prompts, encode_texts, span_labels
@@ -41,8 +41,13 @@ class InformationExtractionSettings(TaskSettings):
     doc_stride: int = DEFAULT_DOC_STRIDE  # tokens shared by consecutive windows of a long text
     # a pointer counts above this probability (Taskflow's position_prob), in scoring as in use
     position_prob: float = DEFAULT_POSITION_PROB
+    # weight of the span tokens' terms in the pointers' cross-entropy (1: UIE's loss). Span
+    # tokens are one or two in a hundred: a short run at 1 can settle on "no span anywhere"
+    positive_weight: float = 1.0
 
     def problems(self) -> Iterator[Problem]:
+        if self.positive_weight <= 0:
+            yield Problem("positive_weight", f"positive_weight must be > 0, got {self.positive_weight}")
         if self.doc_stride < 0:
             yield Problem("doc_stride", f"doc_stride must be >= 0, got {self.doc_stride}")
         if not 0.0 <= self.position_prob < 1.0:
@@ -142,7 +147,8 @@ class InformationExtractionSpec(TaskSpec):
         return ExtractionCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_to_multiple_of)
 
     def head_config(self, label_names: list[str] | None, train: Any = None, settings: Any = None) -> dict[str, Any]:
-        return {}
+        weight = self.task_settings(settings).positive_weight
+        return {} if weight == 1.0 else {POSITIVE_WEIGHT: weight}
 
     def keep_logits(self, model: Any, outputs: Any, batch: Mapping[str, Any]) -> Any:
         return outputs.start_prob, outputs.end_prob
