@@ -95,8 +95,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"  check on {fp32['texts']} texts: fp32 max |ONNX - PyTorch| = {fp32['max_abs_diff']:.2e} (limit 1e-4)")
     if "int8" in r.check:
         q = r.check["int8"]
-        if get_task(r.task).export_agreement == "cosine":
+        kind = get_task(r.task).export_agreement
+        if kind == "cosine":
             agreement = f"vectors' cosine with PyTorch >= {q['min_cosine']:.5f}"
+        elif kind == "order":
+            agreement = f"scores order the check texts' pairs as PyTorch does on {q['order_agreement']:.1%}"
         else:
             agreement = f"predicted labels agree with PyTorch on {q['label_agreement']:.1%}"
         print(f"  int8: {agreement} (max |diff| {q['max_abs_diff']:.3f}); model {r.model_bytes / 1e6:.1f} MB = "

@@ -70,10 +70,13 @@ class Comparison:
     max_abs_diff: float  # over every output, at real (unpadded) positions
     label_agreement: float  # share of predicted labels (argmax; NER per token, QA start and end) that agree
     min_cosine: float  # the lowest cosine between an exported row and PyTorch's (vectors: embeddings)
+    # share of the check batch's pairs of texts that one-score outputs (a reranker's relevance)
+    # order as PyTorch does, over the pairs PyTorch does not tie; None where no output is one score
+    order_agreement: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"texts": self.texts, "max_abs_diff": self.max_abs_diff, "label_agreement": self.label_agreement,
-                "min_cosine": self.min_cosine}
+                "min_cosine": self.min_cosine, "order_agreement": self.order_agreement}
 
 
 def _min_cosine(ref: np.ndarray, out: np.ndarray) -> float:
@@ -86,14 +89,30 @@ def _min_cosine(ref: np.ndarray, out: np.ndarray) -> float:
     return float(np.where(both_zero, 1.0, cosines).min())
 
 
+def _pair_order(ref: np.ndarray, out: np.ndarray) -> tuple[int, int]:
+    """(agreeing, counted) pairs of rows that two one-score outputs order the same way; pairs that
+    `ref` ties are not counted (any order of them is as right)."""
+    ref, out = ref.reshape(-1).astype(np.float64), out.reshape(-1).astype(np.float64)
+    upper = np.triu(np.ones((ref.size, ref.size), dtype=bool), k=1)
+    ref_sign = np.sign(ref[:, None] - ref[None, :])[upper]
+    out_sign = np.sign(out[:, None] - out[None, :])[upper]
+    counted = ref_sign != 0
+    return int((ref_sign == out_sign)[counted].sum()), int(counted.sum())
+
+
 def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],
                     attention_mask: np.ndarray) -> Comparison:
     mask = attention_mask.astype(bool)
     if mask.ndim > 2:  # (batch, choices, sequence): a row per example, as the outputs have
         mask = mask.reshape(mask.shape[0], -1)
     diffs, cosines, agree, total = [], [], 0, 0
+    ordered, pairs, scored = 0, 0, False
     for name, ref in expected.items():
         out = got[name]
+        if ref.ndim == 2 and ref.shape[1] == 1 and ref.shape != mask.shape:  # one score a text (B, 1)
+            scored = True
+            same, counted = _pair_order(ref, out)
+            ordered, pairs = ordered + same, pairs + counted
         if ref.ndim == 2 and ref.shape == mask.shape:  # QA (B, T): positions past a text are padding
             ref, out = np.where(mask, ref, -1e4), np.where(mask, out, -1e4)
             diffs.append(float(np.abs(ref - out)[mask].max()))
@@ -111,4 +130,4 @@ def compare_outputs(expected: dict[str, np.ndarray], got: dict[str, np.ndarray],
             agree += int((ref.argmax(-1) == out.argmax(-1)).sum())
             total += ref.shape[0]
     return Comparison(texts=int(mask.shape[0]), max_abs_diff=max(diffs), label_agreement=agree / max(1, total),
-                      min_cosine=min(cosines))
+                      min_cosine=min(cosines), order_agreement=(ordered / pairs if pairs else 1.0) if scored else None)

@@ -129,7 +129,8 @@ class TaskSpec:
     # for every token of a test split would take gigabytes), scores otherwise
     eval_keeps: ClassVar[str] = "auto"
     # what the export check reports for an int8 model: "labels" (the share of argmax labels that
-    # agree with PyTorch: scores) or "cosine" (the lowest cosine of a row with PyTorch's: vectors)
+    # agree with PyTorch: scores), "cosine" (the lowest cosine of a row with PyTorch's: vectors) or
+    # "order" (the share of pairs of texts one score a text orders as PyTorch does: relevance)
     export_agreement: ClassVar[str] = "labels"
     # how `POST /predict` parses, runs and shapes a request (nlp/tasks/serving.py)
     serving: ClassVar[ServingAdapter] = ServingAdapter()

@@ -68,6 +68,19 @@ def test_comparison_reports_the_lowest_row_cosine_at_real_positions():
     assert compare_outputs({"w": weights}, {"w": lost}, np.ones((2, 4))).min_cosine == pytest.approx(0.0)
 
 
+def test_comparison_reports_how_one_score_a_text_orders_pairs():
+    """A reranker's (B, 1) relevance: the argmax of one score is always 0, so the check counts the
+    pairs of texts the export orders as PyTorch does (ties in PyTorch's scores not counted)."""
+    mask = np.ones((4, 3))
+    ref = np.array([[0.1], [0.5], [0.3], [0.3]], dtype=np.float32)
+    assert compare_outputs({"s": ref}, {"s": ref + 0.01}, mask).order_agreement == pytest.approx(1.0)
+    swapped = np.array([[0.1], [0.3], [0.5], [0.2]], dtype=np.float32)  # 1 of the 5 untied pairs flips
+    assert compare_outputs({"s": ref}, {"s": swapped}, mask).order_agreement == pytest.approx(4 / 5)
+    assert compare_outputs({"s": ref}, {"s": -ref}, mask).order_agreement == pytest.approx(0.0)
+    # other outputs have no such figure
+    assert compare_outputs({"l": np.eye(4, 2)}, {"l": np.eye(4, 2)}, mask).order_agreement is None
+
+
 @pytest.mark.parametrize("name", ["text-classification", "ner-crf", "question-answering"])
 def test_padding_is_masked_by_an_additive_mask_not_where_guards(exports, name):
     """A bool mask exports as Where (and IsNaN after the softmax) over every (B, heads, T, T)

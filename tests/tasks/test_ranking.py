@@ -251,14 +251,22 @@ def test_search_retrieves_then_reranks(reranker, tmp_path):
 
 # ------------------------------------------------------------------ export
 
-def test_exports_score_as_pytorch_does(reranker, tmp_path):
+def test_exports_score_as_pytorch_does(reranker, tmp_path, capsys):
+    from nlp.cli import main
     from nlp.deploy import export_model
 
     torch_rr = nlp.pipeline("text-ranking", model=str(reranker))
     pairs = [("北京的天气怎么样", p) for p in CORPUS] + [("早茶", "广州的早茶很有名。" * 30)]
     expected = np.asarray(torch_rr.score_pairs(pairs))
     for quantize in (None, "int8"):
-        out = export_model(reranker, tmp_path / f"export-{quantize}", quantize=quantize).out
+        if quantize is None:
+            out = export_model(reranker, tmp_path / f"export-{quantize}", quantize=quantize).out
+        else:  # the command's summary reports the order of scores, not an argmax of one score
+            out = tmp_path / "export-int8"
+            assert main(["export", str(reranker), "--out", str(out), "--quantize", "int8"]) == 0
+            printed = capsys.readouterr().out
+            assert "scores order the check texts' pairs as PyTorch does on" in printed
+            assert "labels agree" not in printed
         exported = nlp.pipeline("text-ranking", model=str(out))
         got = np.asarray(exported.score_pairs(pairs))
         if quantize is None:
@@ -267,3 +275,5 @@ def test_exports_score_as_pytorch_does(reranker, tmp_path):
             assert np.corrcoef(got, expected)[0, 1] > 0.9 and got.argmax() == expected.argmax()
         manifest = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
         assert manifest["task"] == "text-ranking" and manifest["outputs"][0]["shape"] == ["batch", 1]
+        check = manifest["check"]["int8" if quantize else "fp32"]
+        assert check["order_agreement"] >= (1.0 if quantize is None else 0.8)

@@ -91,6 +91,7 @@ class TextRankingSpec(TaskSpec):
     export_outputs = {"logits": ("batch", "num_labels")}
     distill_losses = {"logits": "mse"}  # a relevance score, regressed
     eval_keeps = "scores"
+    export_agreement = "order"  # the argmax of one score is always 0
     call_options = (
         CallOption("top_k", int, None, "how many passages to return per query, best first (null: all)",
                    minimum=1, nullable=True),
