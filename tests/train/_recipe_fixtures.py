@@ -16,7 +16,7 @@ TNEWS_CODES = [str(i) for i in range(100, 117) if i not in (105, 111)]
 def tiny_overrides(out: Path, *, steps: int = 3) -> list[str]:
     """Any recipe -> a from-scratch 1-layer model, a few steps on a small subset."""
     return [
-        "model.name=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+        "model.name=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random", "model.layer_map=null",
         "model.config.num_hidden_layers=1", "model.config.hidden_size=32",
         "model.config.num_attention_heads=2", "model.config.intermediate_size=64",
         "model.config.max_position_embeddings=512",
