@@ -367,13 +367,17 @@ class ErnieForMaskedLM(PreTrainedEncoder):
                           position_ids, pack_ids).last_hidden_state  # (B, T, H)
         if labels is not None and self.sparse_logits:
             return self._labelled_only(x, labels)
-        ops = self.backbone.ops
-        h = self.mlm_norm(self.act(ops.linear(x, self.mlm_dense.weight, self.mlm_dense.bias)))
-        logits = ops.linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # tied decoder
+        logits = self.vocabulary_logits(x)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
         return MaskedLMOutput(loss=loss, logits=logits)
+
+    def vocabulary_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The head over every position: hidden states (B, T, H) -> scores (B, T, V)."""
+        ops = self.backbone.ops
+        h = self.mlm_norm(self.act(ops.linear(x, self.mlm_dense.weight, self.mlm_dense.bias)))
+        return ops.linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # tied decoder
 
     def _labelled_only(self, x: torch.Tensor, labels: torch.Tensor) -> MaskedLMOutput:
         """The head at the labelled positions only. Plain `F.linear` here, as the pretraining runs

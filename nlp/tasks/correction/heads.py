@@ -28,8 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nlp._common import DataError
-from nlp.models import ErnieConfig, ErnieForMaskedLM, ErnieModel, PreTrainedEncoder
-from nlp.models.ernie import _activation
+from nlp.models import ErnieConfig, ErnieForMaskedLM
 
 __all__ = ["ErnieForSpellingCorrection", "CorrectionOutput", "DETECTION_WEIGHT"]
 
@@ -46,21 +45,16 @@ class CorrectionOutput:
     detection_logits: torch.Tensor
 
 
-class ErnieForSpellingCorrection(PreTrainedEncoder):
-    """Backbone (no pooler) + `detector` (H -> 1) + the masked-LM head (H -> V, tied decoder)."""
+class ErnieForSpellingCorrection(ErnieForMaskedLM):
+    """The masked-LM model (backbone without pooler, head H -> V with the decoder tied to the
+    word embeddings, its checkpoint names) + `detector` (H -> 1)."""
 
     _HF_SUFFIX = "ForSpellingCorrection"
-    _HEAD_KEYS = ErnieForMaskedLM._HEAD_KEYS  # the MLM head under transformers' names
 
     def __init__(self, config: ErnieConfig) -> None:
         super().__init__(config)
-        self.backbone = ErnieModel(config, add_pooling_layer=False)
         self.detector = nn.Linear(config.hidden_size, 1)
-        self.mlm_dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.mlm_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.mlm_bias = nn.Parameter(torch.zeros(config.vocab_size))
-        self.act = _activation(config.hidden_act)
-        self.post_init()
+        self._init_weights(self.detector)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, task_type_ids: torch.Tensor | None = None,
@@ -68,10 +62,8 @@ class ErnieForSpellingCorrection(PreTrainedEncoder):
                 labels: torch.Tensor | None = None) -> CorrectionOutput:
         x = self.backbone(input_ids, attention_mask, token_type_ids, task_type_ids,
                           position_ids, pack_ids).last_hidden_state  # (B, T, H)
-        ops = self.backbone.ops
         detection = self.detector(x).squeeze(-1)  # (B, T)
-        h = self.mlm_norm(self.act(ops.linear(x, self.mlm_dense.weight, self.mlm_dense.bias)))
-        logits = ops.linear(h, self.backbone.embeddings.word.weight, self.mlm_bias)  # (B, T, V), tied decoder
+        logits = self.vocabulary_logits(x)  # (B, T, V)
         loss = None
         if labels is not None:
             loss = self._loss(input_ids, logits, detection, labels)
