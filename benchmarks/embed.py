@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import best_of_rounds, review_texts
+from _harness import best_of_rounds, onnx_exports, review_texts, shipped_encoder_with_head
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -123,20 +123,9 @@ def _prepare(args: argparse.Namespace, tmp: Path) -> tuple[Path, dict[str, str]]
     if args.model:
         model_dir = Path(args.model)
     else:
-        import shutil
-
-        src = ROOT / "nlp" / "assets" / "ernie-tiny-zh"
-        model_dir = tmp / "ernie-tiny-zh-embedding"
-        ErnieForSentenceEmbedding.from_pretrained(src, pooling="mean").save_pretrained(model_dir)
-        for f in src.iterdir():
-            if f.name not in ("config.json", "model.safetensors", "README.md"):
-                shutil.copy(f, model_dir / f.name)
-    exports = {}
-    for side, extra in (("ort-fp32", []), ("ort-int8", ["--quantize", "int8"])):
-        out = tmp / side
-        subprocess.run([sys.executable, "-m", "nlp", "export", str(model_dir), "--out", str(out), *extra],
-                       check=True, capture_output=True, text=True)
-        exports[side] = str(out)
+        model_dir = shipped_encoder_with_head(ErnieForSentenceEmbedding, tmp / "ernie-tiny-zh-embedding",
+                                              pooling="mean")
+    exports = onnx_exports(model_dir, tmp)
     return model_dir, exports
 
 

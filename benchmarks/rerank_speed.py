@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import best_of_rounds, review_texts
+from _harness import best_of_rounds, onnx_exports, review_texts, shipped_encoder_with_head
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -98,25 +98,13 @@ def _prepare(args: argparse.Namespace, tmp: Path) -> tuple[Path, dict[str, str]]
     if args.model:
         model_dir = Path(args.model)
     else:
-        import shutil
-
         import torch
 
         from nlp.tasks.ranking import ErnieForTextRanking
 
         torch.manual_seed(0)
-        src = ROOT / "nlp" / "assets" / "ernie-tiny-zh"
-        model_dir = tmp / "ernie-tiny-zh-reranker"
-        ErnieForTextRanking.from_pretrained(src).save_pretrained(model_dir)
-        for f in src.iterdir():
-            if f.name not in ("config.json", "model.safetensors", "README.md"):
-                shutil.copy(f, model_dir / f.name)
-    exports = {}
-    for side, extra in (("ort-fp32", []), ("ort-int8", ["--quantize", "int8"])):
-        out = tmp / side
-        subprocess.run([sys.executable, "-m", "nlp", "export", str(model_dir), "--out", str(out), *extra],
-                       check=True, capture_output=True, text=True)
-        exports[side] = str(out)
+        model_dir = shipped_encoder_with_head(ErnieForTextRanking, tmp / "ernie-tiny-zh-reranker")
+    exports = onnx_exports(model_dir, tmp)
     return model_dir, exports
 
 
