@@ -51,7 +51,8 @@ class TokenCache:
         new = list(dict.fromkeys(c for chars in texts for c in chars if c not in self.tokens))
         new = new[:CACHE_LIMIT - len(self.tokens)]
         if new:
-            pieces = self.tokenizer([[c] for c in new], is_split_into_words=True, add_special_tokens=False)
+            pieces = self.tokenizer([[c] for c in new], is_split_into_words=True, unspaced_words=True,
+                                    add_special_tokens=False)
             self.tokens.update(zip(new, pieces["input_ids"]))
 
 
@@ -98,8 +99,8 @@ class CharacterRows:
 
     def _add_tokenized(self, tokenizer: Tokenizer, texts: list[list[str]], which: list[int], max_length: int,
                        stride: int) -> None:
-        enc = tokenizer(texts, is_split_into_words=True, truncation=True, max_length=max_length, stride=stride,
-                        return_overflowing_tokens=True)
+        enc = tokenizer(texts, is_split_into_words=True, unspaced_words=True, truncation=True, max_length=max_length,
+                        stride=stride, return_overflowing_tokens=True)
         keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
         for r, sample in enumerate(enc["overflow_to_sample_mapping"]):
             self.features.append({k: enc[k][r] for k in keys})
@@ -144,8 +145,8 @@ class _Template:
 def _template(tokenizer: Tokenizer) -> _Template | None:
     """Read off the row of one probe character; None unless it is prefix + the character's
     tokens + suffix, all of one token type."""
-    probe = tokenizer([[_PROBE]], is_split_into_words=True, add_special_tokens=False)["input_ids"][0]
-    row = tokenizer([[_PROBE]], is_split_into_words=True)
+    probe = tokenizer([[_PROBE]], is_split_into_words=True, unspaced_words=True, add_special_tokens=False)["input_ids"][0]
+    row = tokenizer([[_PROBE]], is_split_into_words=True, unspaced_words=True)
     ids, types = row["input_ids"][0], (row.get("token_type_ids") or [None])[0]
     at = next((i for i in range(len(ids) - len(probe) + 1) if ids[i:i + len(probe)] == probe), None)
     if not probe or at is None or types is None or len(set(types)) != 1 or \

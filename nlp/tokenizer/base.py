@@ -138,8 +138,8 @@ def _token_str(value: Any, name: str) -> str:
 class Tokenizer:
     """Base of the toolkit's tokenizers: transformers' `BertTokenizerFast` call semantics.
 
-    A subclass provides `_encode(firsts, seconds, is_split_into_words, add_special_tokens)`
-    returning the backend's `tokenizers.Encoding`s (truncation and padding already set on
+    A subclass provides `_encode(firsts, seconds, is_split_into_words, add_special_tokens,
+    unspaced_words)` returning the backend's `tokenizers.Encoding`s (truncation and padding already set on
     `self._backend`) and, optionally, a function that maps a row's offsets to the original
     text; plus `from_pretrained` / `save_pretrained`.
     """
@@ -302,6 +302,7 @@ class Tokenizer:
         seconds: list[Any] | None,
         is_split_into_words: bool,
         add_special_tokens: bool,
+        unspaced_words: bool = False,
     ) -> tuple[list[tokenizers.Encoding], Callable[[tokenizers.Encoding, int], list] | None]:
         raise NotImplementedError
 
@@ -328,13 +329,23 @@ class Tokenizer:
         return_tensors: str | None = None,
         pad_to_multiple_of: int | None = None,
         is_split_into_words: bool = False,
+        unspaced_words: bool = False,
     ) -> BatchEncoding:
+        """transformers' call, plus `unspaced_words`: with `is_split_into_words=True`, the words
+        were written with no space between them (Chinese text cut into its characters, as the
+        character-labelled tasks feed it), so a tokenizer that marks word starts (SentencePiece's
+        "▁") marks none; transformers' rule for pre-split words (a mark on every word, right for
+        English words) would put a "▁" before every character, which the model never saw in
+        running Chinese text. Tokenizers without word-start marks tokenize the same either way."""
+        if unspaced_words and not is_split_into_words:
+            raise ConfigError("unspaced_words=True describes pre-split words: pass is_split_into_words=True too")
         batched, firsts, seconds = _batch_inputs(text, text_pair, is_split_into_words)
         self._set_truncation_and_padding(
             padding, truncation, max_length, stride, pad_to_multiple_of, seconds is not None
         )
         try:
-            encodings, map_offsets = self._encode(firsts, seconds, is_split_into_words, add_special_tokens)
+            encodings, map_offsets = self._encode(firsts, seconds, is_split_into_words, add_special_tokens,
+                                                  unspaced_words)
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as err:  # Rust panics surface as pyo3 PanicException(BaseException)

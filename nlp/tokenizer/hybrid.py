@@ -145,8 +145,8 @@ class HybridTokenizer(Tokenizer):
         folded = fold_batch(texts, self.do_lower_case, self.fold_width, space=_GAP)
         return self.segmenter.cut_spaced(folded, drop=_GAP)
 
-    def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens):
-        if is_split_into_words:
+    def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens, unspaced_words=False):
+        if is_split_into_words:  # no word-start marks: unspaced_words changes nothing
             fold = self._fold
             a = [[w.translate(fold) for w in ws] for ws in firsts]
             b = None if seconds is None else [[w.translate(fold) for w in ws] for ws in seconds]

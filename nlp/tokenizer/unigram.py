@@ -12,12 +12,15 @@ Offsets are exact characters of the text sent: a piece that covers several chara
 has the offsets of all of them, and the U+2581 the pre-tokenizer adds before the text is no
 character of it, so "▁我" covers only "我".
 
-Character-labelled tasks (NER, lexical analysis) feed one word per character
-(`is_split_into_words=True`, as for every tokenizer: nlp/tasks/char_windows.py). Each word then
-gets its own word-start mark, as transformers' XLM-R tokenizer does for pre-split words: a
-character becomes "▁" + the character, or one "▁字" piece where the vocabulary has it, and its
-label goes to the word's first piece. Every character is thus one word; the pieces of several
-characters the unigram model would pick in running text ("北京") do not occur in those rows.
+Character-labelled tasks (NER, lexical analysis, correction) feed one word per character
+(`is_split_into_words=True, unspaced_words=True`: nlp/tasks/char_windows.py). Pre-split words
+otherwise each get a word-start mark, as transformers' XLM-R tokenizer does (right for English
+words): a Chinese character would become "▁" + the character, or a "▁字" piece, a sequence twice
+as long as the text and unlike anything the model read in pretraining (running Chinese text has
+no spaces, so no marks inside it). Unspaced words get no mark: each character is its own piece
+(as "字" mid-text), its label on that piece. The pieces of several characters the unigram model
+picks in running text ("北京") still do not occur in those rows, so an entity boundary never
+falls inside a piece.
 """
 
 from __future__ import annotations
@@ -101,12 +104,32 @@ class UnigramTokenizer(Tokenizer):
             special_tokens=[(cls, self.cls_token_id), (sep, self.sep_token_id)],
         )
 
-    def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens):
+    def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens, unspaced_words=False):
         inputs = firsts if seconds is None else list(zip(firsts, seconds))
-        encodings = self._backend.encode_batch(
+        backend = self._unmarked_backend() if unspaced_words else self._backend
+        encodings = backend.encode_batch(
             inputs, is_pretokenized=is_split_into_words, add_special_tokens=add_special_tokens
         )
         return encodings, None
+
+    def _unmarked_backend(self) -> tokenizers.Tokenizer:
+        """The backend with a pre-tokenizer that adds no word-start mark (for unspaced words),
+        with the main backend's current truncation and padding. A copy, not a swap of the
+        shared backend's pre-tokenizer, so a concurrent call never sees the other's."""
+        if getattr(self, "_unmarked", None) is None:
+            copy = tokenizers.Tokenizer.from_str(self._backend.to_str())
+            copy.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="never")
+            self._unmarked = copy
+        copy, main = self._unmarked, self._backend
+        if main.truncation is None:
+            copy.no_truncation()
+        else:
+            copy.enable_truncation(**main.truncation)
+        if main.padding is None:
+            copy.no_padding()
+        else:
+            copy.enable_padding(**main.padding)
+        return copy
 
     def pieces(self) -> list[tuple[str, float]]:
         """The unigram model's (piece, log-probability) pairs in id order."""

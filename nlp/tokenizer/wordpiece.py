@@ -65,7 +65,8 @@ class WordPieceTokenizer(Tokenizer):
             backend.decoder = decoders.WordPiece(prefix="##")
         super().__init__(backend, model_max_length=model_max_length, **special_tokens)
 
-    def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens):
+    def _encode(self, firsts, seconds, is_split_into_words, add_special_tokens, unspaced_words=False):
+        # no word-start marks: unspaced words tokenize as any pre-split words do
         inputs = firsts if seconds is None else list(zip(firsts, seconds))
         encodings = self._backend.encode_batch(
             inputs, is_pretokenized=is_split_into_words, add_special_tokens=add_special_tokens

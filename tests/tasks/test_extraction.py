@@ -97,6 +97,25 @@ def test_the_loss_is_bce_over_real_tokens(tok):
         model(ids, mask, start_labels=labels[:, :5], end_labels=labels[:, :5])
 
 
+def test_the_loss_needs_no_op_that_gpu_autocast_refuses(tok, monkeypatch):
+    """CUDA autocast (bf16 / fp16 training on a GPU) raises on F.binary_cross_entropy; the loss
+    must not call it. Simulated here: the op raises as it does there, and the loss still runs."""
+    def refused(*args, **kwargs):
+        raise RuntimeError("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.")
+
+    torch.manual_seed(0)
+    model = ErnieForInformationExtraction(tiny_config(tok.vocab_size))
+    ids = torch.tensor([[2, 10, 3, 40, 41, 3]])
+    labels = torch.zeros(1, 6)
+    labels[0, 3] = 1
+    want = float(model(ids, start_labels=labels, end_labels=labels).loss)
+    monkeypatch.setattr(torch.nn.functional, "binary_cross_entropy", refused)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = model(ids, start_labels=labels, end_labels=labels).loss
+    assert got.dtype == torch.float32 and float(got) == pytest.approx(want, rel=2e-2)
+    got.backward()
+
+
 # ----------------------------------------------------------------------------- schemas
 
 

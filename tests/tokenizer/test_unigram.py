@@ -82,3 +82,41 @@ def test_bad_vocabularies_say_what_is_wrong(tmp_path):
         build_unigram_backend(PIECES, 99)
     with pytest.raises(ConfigError, match="no tokenizer.json"):
         UnigramTokenizer.from_pretrained(tmp_path)
+
+
+def test_unspaced_words_get_no_word_start_marks(pair):
+    """Characters of running Chinese text fed one word each (the character-labelled tasks) become
+    each character's own piece, as mid-text, instead of transformers' "▁" + character per word."""
+    ours, ref, _ = pair
+    chars = list("我爱北京")
+    marked = ours(chars, is_split_into_words=True)
+    assert ours.convert_ids_to_tokens(marked["input_ids"]) == ["<s>", "▁我", "▁", "爱", "▁", "北", "▁", "京", "</s>"]
+    plain = ours(chars, is_split_into_words=True, unspaced_words=True)
+    assert ours.convert_ids_to_tokens(plain["input_ids"]) == ["<s>", "我", "爱", "北", "京", "</s>"]
+    assert plain.word_ids() == [None, 0, 1, 2, 3, None]
+    # truncation, overflow windows and padding are the main backend's, call by call
+    kw = dict(is_split_into_words=True, unspaced_words=True, truncation=True, max_length=4, stride=1,
+              return_overflowing_tokens=True)
+    assert [ours.convert_ids_to_tokens(r) for r in ours([chars], **kw)["input_ids"]] == [
+        ["<s>", "我", "爱", "</s>"], ["<s>", "爱", "北", "</s>"], ["<s>", "北", "京", "</s>"]]
+    padded = ours([chars, ["我"]], is_split_into_words=True, unspaced_words=True, padding=True)
+    assert padded["input_ids"][1] == [0, 9, 2, 1, 1, 1]
+    # the marked path is untouched afterwards (transformers' rule for pre-split words)
+    assert ours(chars, is_split_into_words=True)["input_ids"] == ref(chars, is_split_into_words=True)["input_ids"]
+    with pytest.raises(ConfigError, match="is_split_into_words=True"):
+        ours("我爱北京", unspaced_words=True)
+
+
+def test_character_tasks_feed_one_piece_per_character(pair):
+    """NER rows of a character-labelled sentence: one token per character, its label on it; a
+    word-segmented sentence keeps transformers' marks."""
+    from nlp.tasks.ner.preprocess import preprocess_ner
+
+    ours, _, _ = pair
+    out = preprocess_ner({"tokens": [list("我爱北京"), ["我", "爱", "北京"]],
+                          "ner_tags": [["O", "O", "B-LOC", "I-LOC"], ["O", "O", "B-LOC"]]},
+                         ours, label_names=["O", "B-LOC", "I-LOC"], max_length=16)
+    assert ours.convert_ids_to_tokens(out["input_ids"][0]) == ["<s>", "我", "爱", "北", "京", "</s>"]
+    assert out["labels"][0] == [-100, 0, 0, 1, 2, -100]
+    assert ours.convert_ids_to_tokens(out["input_ids"][1]) == ["<s>", "▁我", "▁", "爱", "▁北京", "</s>"]
+    assert out["labels"][1] == [-100, 0, 0, -100, 1, -100]

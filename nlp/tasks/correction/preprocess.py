@@ -31,7 +31,8 @@ def char_token_ids(tokenizer: Tokenizer, chars: Sequence[str]) -> dict[str, int 
     unique = list(dict.fromkeys(chars))
     if not unique:
         return {}
-    pieces = tokenizer([[c] for c in unique], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    pieces = tokenizer([[c] for c in unique], is_split_into_words=True, unspaced_words=True,
+                       add_special_tokens=False)["input_ids"]
     unk = tokenizer.unk_token_id
     return {c: (p[0] if len(p) == 1 and p[0] != unk else None) for c, p in zip(unique, pieces)}
 
@@ -40,7 +41,8 @@ def preprocess_correction(columns: Mapping[str, Sequence[Any]], tokenizer: Token
                           max_length: int) -> dict[str, list]:
     sources, targets = list(columns["source"]), list(columns.get("target") or columns["source"])
     words = [visible_characters(s) for s in sources]
-    enc = tokenizer([w for _, w in words], is_split_into_words=True, truncation=True, max_length=max_length)
+    enc = tokenizer([w for _, w in words], is_split_into_words=True, unspaced_words=True, truncation=True,
+                    max_length=max_length)
     ids_of = char_token_ids(tokenizer, [c for s, t in zip(sources, targets) for c in s + t if is_chinese_char(c)])
     out: dict[str, list] = {k: list(enc[k]) for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc}
     out["labels"], out["char_ids"] = [], []

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from nlp._common import DataError
@@ -54,7 +53,10 @@ def pointer_loss(start_prob: torch.Tensor, end_prob: torch.Tensor, start_labels:
     eps = 1e-7
 
     def bce(prob: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        per_token = F.binary_cross_entropy(prob.float().clamp(eps, 1 - eps), target.float(), reduction="none")
+        # written out in fp32 rather than F.binary_cross_entropy, which CUDA autocast refuses
+        # (bf16 / fp16 training on a GPU); the same values
+        p, t = prob.float().clamp(eps, 1 - eps), target.float()
+        per_token = -(t * torch.log(p) + (1 - t) * torch.log1p(-p))
         if positive_weight != 1.0:
             per_token = per_token * (1 + (positive_weight - 1) * target.float())
         return (per_token * mask).sum() / mask.sum().clamp(min=1)

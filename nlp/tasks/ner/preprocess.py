@@ -1,7 +1,10 @@
 """NER features: words (or characters) with one tag each -> tokens with aligned labels.
 
-Alignment, the same for both tokenizers: the words are fed with `is_split_into_words=True`,
-so every token belongs to exactly one word (`word_ids`). The first token of a word gets the
+Alignment, the same for every tokenizer: the words are fed with `is_split_into_words=True`,
+so every token belongs to exactly one word (`word_ids`); a sentence whose words are all single
+characters is also fed with `unspaced_words=True` (running text cut into characters: a
+SentencePiece tokenizer puts no word-start mark before each, nlp/tokenizer/unigram.py), a
+word-segmented one without (each word marked, as transformers does with pre-split words). The first token of a word gets the
 word's tag id, later tokens of the word get -100 (or, with `label_all_tokens=True`, the word's
 tag with B- turned into I-), special tokens -100.
 
@@ -135,6 +138,25 @@ def split_points(words: Sequence[str], token_counts: Sequence[int], room: int,
         start = cut
 
 
+def _tokenize_words(tokenizer: Tokenizer, words: list[list[str]], **options: Any) -> dict[str, list]:
+    """The rows of pre-split sentences: input_ids (token_type_ids, attention_mask) and word_ids,
+    sentences of single characters tokenized as unspaced text, the others as pre-split words."""
+    unspaced = [all(len(w) == 1 for w in ws) for ws in words]
+    out: dict[str, list] = {}
+    for flag in (True, False):
+        rows = [i for i, u in enumerate(unspaced) if u is flag]
+        if not rows:
+            continue
+        enc = tokenizer([words[i] for i in rows], is_split_into_words=True, unspaced_words=flag, **options)
+        columns = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc}
+        columns["word_ids"] = [enc.word_ids(j) for j in range(len(rows))]
+        for k, values in columns.items():
+            column = out.setdefault(k, [None] * len(words))
+            for i, v in zip(rows, values):
+                column[i] = v
+    return out
+
+
 def _split_long(words: list[list[str]], tags: list[Sequence[Any]] | None, tokenizer: Tokenizer, max_length: int,
                 label_names: Sequence[str] | None
                 ) -> tuple[list[list[str]], list[Sequence[Any]] | None, list[int], int, int]:
@@ -143,12 +165,12 @@ def _split_long(words: list[list[str]], tags: list[Sequence[Any]] | None, tokeni
     room = max_length - tokenizer.num_special_tokens_to_add(pair=False)
     if room < 1:
         raise DataError(f"max_length={max_length} leaves no room for tokens after the special tokens")
-    enc = tokenizer(words, is_split_into_words=True, truncation=False)
+    enc = _tokenize_words(tokenizer, words, truncation=False)
     index = dict(enumerate(label_names)) if label_names else None
     out_words, out_tags, origin, n_split, forced = [], [] if tags is not None else None, [], 0, 0
     for i, ws in enumerate(words):
         counts = [0] * len(ws)
-        for w in enc.word_ids(i):
+        for w in enc["word_ids"][i]:
             if w is not None:
                 counts[w] += 1
         if sum(counts) <= room:
@@ -209,9 +231,7 @@ def preprocess_ner(
                 logger.warning("%d cuts fell inside an entity longer than max_length=%d tokens; raise "
                                "max_length to keep such entities whole", forced, max_length)
         words, all_tags = pieces, piece_tags
-    enc = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_length)
-    out: dict[str, list] = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc}
-    out["word_ids"] = [enc.word_ids(i) for i in range(len(words))]
+    out = _tokenize_words(tokenizer, words, truncation=True, max_length=max_length)
     out["sentence_index"] = sentence_index
     cut = sum(len(ws) - (1 + max((w for w in out["word_ids"][i] if w is not None), default=-1))
               for i, ws in enumerate(words))
