@@ -27,7 +27,7 @@ from train._recipe_fixtures import tiny_overrides
 
 DEFAULTS = {"text-classification": "ernie-tiny-zh-sentiment", "token-classification": "ernie-tiny-zh-ner",
             "lexical-analysis": "ernie-tiny-zh-lexical", "pos-tagging": "ernie-tiny-zh-lexical",
-            "word-segmentation": "ernie-tiny-zh-lexical"}
+            "word-segmentation": "ernie-tiny-zh-lexical", "text-correction": "ernie-tiny-zh-csc"}
 
 
 @pytest.fixture(scope="module")

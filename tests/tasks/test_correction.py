@@ -196,3 +196,15 @@ def test_offsets_protected_characters_and_long_texts():
         pipe("天气", threshold=2)
     # same_sound keeps only corrections that sound alike: 有 -> 友 (you), not 天 -> 友
     assert [e["position"] for e in pipe("天有", same_sound=True)["errors"]] == [1]
+
+
+def test_the_shipped_default_corrects_offline_and_leaves_correct_text_alone():
+    """`nlp.pipeline("text-correction")` with no model: the package's ernie-tiny-zh-csc, at the
+    pipeline's default threshold (no correct sentence of the synthetic dev split changed)."""
+    pipe = nlp.pipeline("text-correction")
+    fixed, clean = pipe(["我门看美国电影，我觉得很有意思。", "我们看美国电影，我觉得很有意思。"])
+    assert fixed["target"] == "我们看美国电影，我觉得很有意思。"
+    assert fixed["errors"] == [{"position": 1, "correction": {"门": "们"}, "start": 1, "end": 2,
+                                "score": pytest.approx(fixed["errors"][0]["score"])}]
+    assert fixed["errors"][0]["score"] >= 0.9
+    assert clean["errors"] == [] and clean["target"] == clean["source"]

@@ -44,6 +44,7 @@ class TextCorrectionSpec(TaskSpec):
     aliases = ("spelling-correction", "csc", "text-correct")
     head = ErnieForSpellingCorrection
     pipeline_class = TextCorrectionPipeline
+    default_model = "ernie-tiny-zh-csc"  # recipes/correction-csc.yaml, shipped in the package (its card)
     architecture_suffix = "ForSpellingCorrection"
     label_column = "target"
     has_label_set = False
