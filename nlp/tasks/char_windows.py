@@ -1,6 +1,7 @@
 """The model rows of character-level pipelines (NER, lexical analysis): each visible character of
-a text is one word, tokenized with `is_split_into_words=True`; a text longer than a window runs
-as overlapping windows.
+a text is one word, tokenized with `is_split_into_words=True, unspaced_words=True` (no word-start
+mark before each character: nlp/tokenizer/unigram.py); a text longer than a window runs as
+overlapping windows.
 
     cache = TokenCache(tokenizer)   # kept by the pipeline
     rows = CharacterRows.of(tokenizer, [["张", "三"], ["北", "京"]], max_length=128, stride=32, cache=cache)
@@ -145,7 +146,8 @@ class _Template:
 def _template(tokenizer: Tokenizer) -> _Template | None:
     """Read off the row of one probe character; None unless it is prefix + the character's
     tokens + suffix, all of one token type."""
-    probe = tokenizer([[_PROBE]], is_split_into_words=True, unspaced_words=True, add_special_tokens=False)["input_ids"][0]
+    probe = tokenizer([[_PROBE]], is_split_into_words=True, unspaced_words=True,
+                      add_special_tokens=False)["input_ids"][0]
     row = tokenizer([[_PROBE]], is_split_into_words=True, unspaced_words=True)
     ids, types = row["input_ids"][0], (row.get("token_type_ids") or [None])[0]
     at = next((i for i in range(len(ids) - len(probe) + 1) if ids[i:i + len(probe)] == probe), None)

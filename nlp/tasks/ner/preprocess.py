@@ -4,9 +4,9 @@ Alignment, the same for every tokenizer: the words are fed with `is_split_into_w
 so every token belongs to exactly one word (`word_ids`); a sentence whose words are all single
 characters is also fed with `unspaced_words=True` (running text cut into characters: a
 SentencePiece tokenizer puts no word-start mark before each, nlp/tokenizer/unigram.py), a
-word-segmented one without (each word marked, as transformers does with pre-split words). The first token of a word gets the
-word's tag id, later tokens of the word get -100 (or, with `label_all_tokens=True`, the word's
-tag with B- turned into I-), special tokens -100.
+word-segmented one without (each word marked, as transformers does with pre-split words). The
+first token of a word gets the word's tag id, later tokens of the word get -100 (or, with
+`label_all_tokens=True`, the word's tag with B- turned into I-), special tokens -100.
 
 Why this choice for the jieba+BPE hybrid tokenizer on character-labelled corpora (MSRA, People's
 Daily, Weibo): fed raw text, the hybrid merges characters into multi-character tokens whose
