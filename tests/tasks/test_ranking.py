@@ -137,6 +137,24 @@ def test_bm25_mining_is_deterministic_and_never_returns_the_positive():
         mine_negatives(queries, positives, method="bm52")
 
 
+def test_random_negatives_are_seeded_and_interleave_with_bm25():
+    queries, positives = ["北京天气", "北京大学", "早茶"], [CORPUS[0], CORPUS[5], CORPUS[3]]
+    drawn = mine_negatives(queries, positives, corpus=CORPUS, count=3, method="random")
+    assert drawn == mine_negatives(queries, positives, corpus=CORPUS, count=3, method="random")
+    assert drawn != mine_negatives(queries, positives, corpus=CORPUS, count=3, method="random", seed=1)
+    for negs, pos in zip(drawn, positives):
+        assert len(negs) == 3 and pos not in negs and len(set(negs)) == 3
+    mixed = mine_negatives(queries, positives, corpus=CORPUS, count=4, method="bm25+random")
+    bm25 = mine_negatives(queries, positives, corpus=CORPUS, count=4)
+    drawn = mine_negatives(queries, positives, corpus=CORPUS, count=4, method="random")
+    for m, b, r, pos in zip(mixed, bm25, drawn, positives):
+        expected = []  # BM25's best, then a drawn one, and so on, duplicates skipped
+        for t in (t for pair in zip(b, r) for t in pair):
+            if t not in expected and len(expected) < 4:
+                expected.append(t)
+        assert m == expected and pos not in m and len(set(m)) == 4
+
+
 def test_embedding_mining_uses_the_models_ranking_and_interleaves_with_bm25(tmp_path):
     from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
     from nlp.tasks.embedding.pipeline import SentenceSimilarityPipeline

@@ -9,11 +9,16 @@ corpus that a first-stage retriever ranks highest but that are not the positive.
 - "bm25": Okapi BM25 (k1 1.5, b 0.75) over character 1- and 2-grams, the lexical baseline of
   the retrieval benchmarks; "embedding": the cosine of a sentence-similarity pipeline's vectors
   (its query / passage prompts applied, passages cut to their first window);
-  "bm25+embedding": the two interleaved (bm25 first), duplicates skipped.
+  "bm25+embedding": the two interleaved (bm25 first), duplicates skipped; "random": passages drawn
+  uniformly; "bm25+random": BM25's and random ones interleaved. Hard negatives alone teach a
+  reranker the wrong lesson where the positive shares fewer words with its query than the
+  passages BM25 ranks highest do (an explanation and its idiom, a title and its article): it
+  learns to prefer the passage that overlaps least. Random negatives keep the easy cases in view.
 - The corpus is the positives themselves unless `corpus` is given (the passages a reranker will
   meet at inference: the documents of the same split). The command mines the train split only
   and refuses the test split: negatives of scored data would leak it into training.
-- Deterministic: no sampling; ties in score go to the lower corpus index. `skip` drops the
+- Deterministic: ties in score go to the lower corpus index; random draws are seeded by the
+  query's position and `seed`, so the same call mines the same passages. `skip` drops the
   first passages after the positive (likely unlabelled positives in a corpus with duplicates).
 """
 
@@ -33,7 +38,7 @@ from nlp._extras import require
 
 __all__ = ["BM25", "mine_negatives", "METHODS", "main"]
 
-METHODS = ("bm25", "embedding", "bm25+embedding")
+METHODS = ("bm25", "embedding", "bm25+embedding", "random", "bm25+random")
 _CHUNK = 512  # queries scored at a time: a (chunk, corpus) dense block
 
 
@@ -110,8 +115,14 @@ def _embedding_ranked(model: Any, queries: Sequence[str], corpus: Sequence[str],
     return [np.asarray([h["corpus_id"] for h in row], dtype=np.int64) for row in hits]
 
 
+def _random_ranked(n_queries: int, corpus_size: int, depth: int, seed: int) -> list[np.ndarray]:
+    depth = min(depth, corpus_size)
+    return [np.random.default_rng((seed, i)).choice(corpus_size, depth, replace=False) for i in range(n_queries)]
+
+
 def mine_negatives(queries: Sequence[str], positives: Sequence[str], *, method: str = "bm25", count: int = 7,
-                   corpus: Sequence[str] | None = None, model: Any = None, skip: int = 0) -> list[list[str]]:
+                   corpus: Sequence[str] | None = None, model: Any = None, skip: int = 0,
+                   seed: int = 0) -> list[list[str]]:
     """Per query, `count` passages of `corpus` (default: the positives) ranked highest by `method`
     that are not its positive (nor equal to it), best first. Fewer only where the corpus has fewer."""
     if method not in METHODS:
@@ -123,10 +134,12 @@ def mine_negatives(queries: Sequence[str], positives: Sequence[str], *, method: 
     corpus = list(positives if corpus is None else corpus)
     depth = count + skip + 1  # room for the positive itself
     lists: list[list[np.ndarray]] = []
-    if method in ("bm25", "bm25+embedding"):
+    if method in ("bm25", "bm25+embedding", "bm25+random"):
         lists.append(_bm25_ranked(list(queries), corpus, depth))
     if method in ("embedding", "bm25+embedding"):
         lists.append(_embedding_ranked(model, list(queries), corpus, depth))
+    if method in ("random", "bm25+random"):
+        lists.append(_random_ranked(len(queries), len(corpus), depth, seed))
     out = []
     for i, positive in enumerate(positives):
         per_method = [[corpus[j] for j in ranked[i] if corpus[j] != positive][skip:] for ranked in lists]
