@@ -10,10 +10,11 @@ corpus that a first-stage retriever ranks highest but that are not the positive.
   the retrieval benchmarks; "embedding": the cosine of a sentence-similarity pipeline's vectors
   (its query / passage prompts applied, passages cut to their first window);
   "bm25+embedding": the two interleaved (bm25 first), duplicates skipped; "random": passages drawn
-  uniformly; "bm25+random": BM25's and random ones interleaved. Hard negatives alone teach a
-  reranker the wrong lesson where the positive shares fewer words with its query than the
-  passages BM25 ranks highest do (an explanation and its idiom, a title and its article): it
-  learns to prefer the passage that overlaps least. Random negatives keep the easy cases in view.
+  uniformly; "bm25+random": BM25's and random ones interleaved. BM25's picks are not a random
+  sample of passages (they share the most characters with the query), so a reranker trained
+  against them alone can learn what sets them apart instead of matching the query, and rank
+  well inside its training groups while at chance among passages it has not met (docs/ranking.md).
+  Random negatives take that shortcut away.
 - The corpus is the positives themselves unless `corpus` is given (the passages a reranker will
   meet at inference: the documents of the same split). The command mines the train split only
   and refuses the test split: negatives of scored data would leak it into training.
