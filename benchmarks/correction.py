@@ -69,19 +69,15 @@ def sighan_pairs(split: str = "test") -> tuple[list[str], list[str]]:
     return list(ds["source"]), list(ds["target"])
 
 
-def _sounds(char: str) -> set[str]:
-    from pypinyin import Style, pinyin
-
-    return set(pinyin(char, style=Style.NORMAL, heteronym=True)[0])
-
-
 def _apply(result: dict, threshold: float, same_sound: bool = False) -> str:
     """A pipeline result's target keeping only the corrections scored at least `threshold` (and,
     with `same_sound`, whose two characters share a toneless pinyin reading: pypinyin)."""
+    from nlp.tasks.correction.pipeline import readings
+
     chars = list(result["source"])
     for e in result["errors"]:
         (wrong, right), = e["correction"].items()
-        if e["score"] >= threshold and (not same_sound or _sounds(wrong) & _sounds(right)):
+        if e["score"] >= threshold and (not same_sound or readings(wrong) & readings(right)):
             chars[e["position"]] = right
     return "".join(chars)
 
@@ -199,8 +195,8 @@ def main() -> None:
 
         args.threshold = DEFAULT_THRESHOLD
     if args.side:  # a child: one side, results to --out
-        Path(args.out).write_text(json.dumps(run_side(args.side, args.n, args.threshold, args.sweep, args.split), ensure_ascii=False),
-                                  encoding="utf-8")
+        result = run_side(args.side, args.n, args.threshold, args.sweep, args.split)
+        Path(args.out).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
         return
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:

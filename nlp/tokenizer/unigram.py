@@ -95,6 +95,7 @@ class UnigramTokenizer(Tokenizer):
             raise ConfigError(f"a UnigramTokenizer needs a unigram model, got {type(backend.model).__name__}")
         specials = {**XLMR_SPECIAL_TOKENS, **{k: v for k, v in special_tokens.items() if v}}
         super().__init__(backend, model_max_length=model_max_length, **specials)
+        self._unmarked: tokenizers.Tokenizer | None = None  # _unmarked_backend's copy, made at first use
 
     def _configure_post_processor(self) -> None:
         cls, sep = self.cls_token, self.sep_token
@@ -116,7 +117,7 @@ class UnigramTokenizer(Tokenizer):
         """The backend with a pre-tokenizer that adds no word-start mark (for unspaced words),
         with the main backend's current truncation and padding. A copy, not a swap of the
         shared backend's pre-tokenizer, so a concurrent call never sees the other's."""
-        if getattr(self, "_unmarked", None) is None:
+        if self._unmarked is None:
             copy = tokenizers.Tokenizer.from_str(self._backend.to_str())
             copy.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="never")
             self._unmarked = copy
