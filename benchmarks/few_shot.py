@@ -284,16 +284,15 @@ def main() -> None:
             args.num_iterations, args.head_epochs, args.ft_epochs, args.dev_samples = 1, 1.0, 1.0, 8
             args.out = Path(tmp) / "cells"
             model = _quick_model(Path(tmp) / "model")
-            zeroshot_sweep(args, model)
         elif args.model is None:
             parser.error("--model is required (an embedding model, e.g. multilingual-e5-small), or --quick")
         else:
             model = args.model
-        if args.zeroshot_sweep:
+        if args.quick or args.zeroshot_sweep:  # the quick mode runs the sweep and the grid
             zeroshot_sweep(args, model)
-            return
-        run_grid(args, model, args.out)
-        report(args.out)
+        if not args.zeroshot_sweep:
+            run_grid(args, model, args.out)
+            report(args.out)
 
 
 if __name__ == "__main__":
