@@ -184,7 +184,7 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     A task's model-free pipelines are named by `model=` (its spec's `builtin_pipelines`):
     `nlp.pipeline("word-segmentation", model="jieba", user_dict=...)`.
     With no model, a task with a default uses it (`default_model`): "sentiment-analysis" /
-    "text-classification" -> ernie-tiny-zh-sentiment, "ner" / "token-classification" ->
+    "text-classification" -> e5-small-zh-sentiment, "ner" / "token-classification" ->
     ernie-tiny-zh-ner, shipped inside the package (sha256-verified, offline).
     """
     from nlp.tasks import get_task, list_tasks

@@ -17,7 +17,7 @@ EPILOG = """examples:
   nlp predict runs/ner --input news_gbk.txt --encoding gbk
   nlp predict runs/ner --input news.txt --precision auto   # bf16 where the CPU has it: faster
   nlp predict --task ner --input news.txt           # no model: the task's shipped default (ernie-tiny-zh-ner)
-  nlp predict --task sentiment-analysis --input reviews.txt   # ernie-tiny-zh-sentiment
+  nlp predict --task sentiment-analysis --input reviews.txt   # e5-small-zh-sentiment
   nlp predict runs/lexical-6l --task pos-tagging --input news.txt --format training --output labelled.txt
       # word/POS lines a student trains on: data.extra_train=[labelled.txt] (docs/compress.md)
 

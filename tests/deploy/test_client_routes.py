@@ -137,7 +137,7 @@ def test_inference_client_feature_extraction_and_sentence_similarity(embedding_u
 
 
 def test_inference_client_text_classification():
-    model = ASSETS / "ernie-tiny-zh-sentiment"
+    model = ASSETS / "ernie-tiny-zh-sentiment-small"
     local = nlp.pipeline("text-classification", model=str(model))
     with cli_server(str(model), SERVE, env=nlp_env()) as url:
         client = hub.InferenceClient(model=url, token=TOKEN)

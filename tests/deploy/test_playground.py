@@ -19,7 +19,7 @@ from nlp.deploy.server import create_app
 from nlp.deploy.server_config import ServeConfig
 from nlp.deploy.server_pages import ASSETS
 
-MODEL = str(resources.files("nlp").joinpath("assets/ernie-tiny-zh-sentiment"))
+MODEL = str(resources.files("nlp").joinpath("assets/ernie-tiny-zh-sentiment-small"))
 FOLDER = Path(str(resources.files("nlp.deploy").joinpath("playground")))
 
 
@@ -70,7 +70,7 @@ def test_the_pages_need_no_token_and_show_nothing_of_the_model():
     for path in ["/", "/docs", *(f"/playground/{n}" for n in ASSETS if not n.endswith(".html"))]:
         r = client.get(path)
         assert r.status_code == 200, path
-        for secret in ("ernie-tiny-zh-sentiment", "text-classification", "s3cret", "positive"):
+        for secret in ("ernie-tiny-zh-sentiment-small", "text-classification", "s3cret", "positive"):
             assert secret not in r.text, f"{path} shows {secret!r}"
 
 

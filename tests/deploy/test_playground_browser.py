@@ -80,7 +80,7 @@ def _serve(model: Path, *args: str):
 @pytest.fixture(scope="module")
 def sentiment_url():
     """The sentiment model behind a bearer token: the classification and the token tests share it."""
-    with _serve(ASSETS / "ernie-tiny-zh-sentiment", "--token", TOKEN) as url:
+    with _serve(ASSETS / "ernie-tiny-zh-sentiment-small", "--token", TOKEN) as url:
         yield url
 
 
@@ -359,7 +359,7 @@ def test_typed_options_become_widgets_and_typed_values(browser):
     field; the page checks the bounds before sending; the values arrive typed (the server
     refuses strings); the answer's shape (zero-shot's) picks its renderer."""
     env = nlp_env({"NLP_TASK_PLUGINS": "label_choice_task"}, paths=[Path(__file__).parent])
-    model = ASSETS / "ernie-tiny-zh-sentiment"
+    model = ASSETS / "ernie-tiny-zh-sentiment-small"
     text = "这家餐厅的服务非常好"
     with cli_server(model.name, (*SERVE_ARGS, "--task", "label-choice-test"), env=env, cwd=model.parent) as url:
         _open(browser, url)
@@ -405,7 +405,7 @@ def test_token_is_asked_for_kept_for_the_tab_and_sent(browser, sentiment_url):
     # without the token: the page says so and shows nothing of the model
     assert browser.execute_script("return document.body.dataset.auth") == "needed"
     assert "token" in browser.find_element(By.ID, "model-line").text
-    assert "ernie-tiny-zh-sentiment" not in browser.find_element(By.TAG_NAME, "body").text
+    assert "ernie-tiny-zh-sentiment-small" not in browser.find_element(By.TAG_NAME, "body").text
     status = _run(browser, "很好")
     assert status.startswith("401") and "bearer token" in status
     assert browser.find_elements(By.CSS_SELECTOR, "#result > *") == []
@@ -419,7 +419,7 @@ def test_token_is_asked_for_kept_for_the_tab_and_sent(browser, sentiment_url):
     assert browser.execute_script("return document.body.dataset.auth") == "ok"
     assert browser.execute_script("return sessionStorage.getItem('nlp-serve-token')") == TOKEN
     assert browser.execute_script("return localStorage.length") == 0  # only this tab keeps it
-    assert browser.find_element(By.ID, "model").text == "ernie-tiny-zh-sentiment"
+    assert browser.find_element(By.ID, "model").text == "ernie-tiny-zh-sentiment-small"
     assert _run(browser, "很好").startswith("200")
     _open(browser, sentiment_url)
     assert browser.execute_script("return document.body.dataset.auth") == "ok"
@@ -451,7 +451,7 @@ def test_markup_in_the_input_and_the_words_stays_text(browser, lexical_url):
 def test_markup_in_the_model_labels_stays_text(browser, tmp_path):
     """A model whose label names are markup (its config.json is the model author's text)."""
     model = tmp_path / "hostile-labels"
-    shutil.copytree(ASSETS / "ernie-tiny-zh-sentiment", model)
+    shutil.copytree(ASSETS / "ernie-tiny-zh-sentiment-small", model)
     config = json.loads((model / "config.json").read_text(encoding="utf-8"))
     labels = ['<img src=x onerror="window.__pwned=3">差评', "<b>好评</b><script>window.__pwned=4</script>"]
     config["id2label"] = {"0": labels[0], "1": labels[1]}

@@ -206,11 +206,11 @@ def test_the_shipped_pipelines_on_cuda_agree_with_the_cpu(task):
 def test_the_server_model_on_cuda_runs_in_bf16_and_agrees_with_the_cpu():
     from nlp.deploy.server_model import load_pipeline_for_serving
 
-    served = load_pipeline_for_serving(ASSET / "ernie-tiny-zh-sentiment", device="cuda")
+    served = load_pipeline_for_serving(ASSET / "ernie-tiny-zh-sentiment-small", device="cuda")
     major, _ = torch.cuda.get_device_capability()
     assert served.device.startswith("cuda") and served.precision == ("bf16" if major >= 8 else "fp16")
     assert served.pipeline.backend.precision == served.precision  # the weights cast once
     out = served.pipeline(TEXTS)
-    cpu = load_pipeline_for_serving(ASSET / "ernie-tiny-zh-sentiment", device="cpu", precision="fp32").pipeline(TEXTS)
+    cpu = load_pipeline_for_serving(ASSET / "ernie-tiny-zh-sentiment-small", device="cpu", precision="fp32").pipeline(TEXTS)
     assert [o[0]["label"] for o in out] == [o[0]["label"] for o in cpu]
     assert [o[0]["score"] for o in out] == pytest.approx([o[0]["score"] for o in cpu], abs=2e-2)

@@ -50,7 +50,7 @@ class ClassificationSpec(TaskSpec):
     name = "text-classification"
     aliases = ("classification", "sequence-classification", "sentiment-analysis")
     head = ErnieForSequenceClassification
-    default_model = "ernie-tiny-zh-sentiment"  # binary sentiment (negative / positive) of reviews-zh, recipes/sentiment-reviews.yaml
+    default_model = "e5-small-zh-sentiment"  # binary sentiment (negative / positive) of reviews-zh: its README says how it was made
     pipeline_class = TextClassificationPipeline
     architecture_suffix = "ForSequenceClassification"
     label_column = "label"
