@@ -53,18 +53,20 @@ def write_release_copy(model: PreTrainedEncoder, src_dir: str | Path, dst_dir: s
     if weights == "int8":
         _store_int8(dst / WEIGHTS_NAME)
     for name in TOKENIZER_FILES:
-        if (src / name).is_file():
+        if not (src / name).is_file():
+            continue
+        if name == "tokenizer.json":
+            _write_compact_json(src / name, dst / name)
+        else:
             shutil.copyfile(src / name, dst / name)
-    if (dst / "tokenizer.json").is_file():
-        _compact_json(dst / "tokenizer.json")
 
 
-def _compact_json(path: Path) -> None:
-    """Rewrite a JSON file without indentation: the same document (`tokenizers` and transformers
-    read it alike), about half the bytes for a tokenizer.json that holds a large vocabulary
-    (XLM-R pieces with their scores); package data is counted in bytes."""
-    document = json.loads(path.read_text(encoding="utf-8"))
-    with atomic_write(path, "w", encoding="utf-8") as f:
+def _write_compact_json(src: Path, dst: Path) -> None:
+    """Write the JSON document of `src` to `dst` without indentation: the same document
+    (`tokenizers` and transformers read it alike), about half the bytes for a tokenizer.json that
+    holds a large vocabulary (XLM-R pieces with their scores); package data is counted in bytes."""
+    document = json.loads(src.read_text(encoding="utf-8"))
+    with atomic_write(dst, "w", encoding="utf-8") as f:
         json.dump(document, f, ensure_ascii=False, separators=(",", ":"))
 
 
