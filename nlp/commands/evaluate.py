@@ -14,6 +14,7 @@ EPILOG = """examples:
   nlp evaluate runs/ner --data peoples-daily-1998-ner --split dev
   nlp evaluate runs/cmrc --data cmrc2018_dev.json --max-length 384 --doc-stride 128
   nlp evaluate export/sentiment-int8 --data reviews-zh --split test   # an export dir, on onnxruntime
+  nlp evaluate e5-small-zh-sentiment --data reviews-zh --split test   # a hub name: the package's default
 
 --data is a split name of the run's own data (test, dev: from its recipe.yaml, which an export
 directory keeps), a dataset name (`nlp data ls`) or a file in the task's format (classification:
@@ -29,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     with_task_options(p, "evaluate")
     p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT",
-                   help="a run directory (train.output_dir), a model directory or an export directory (nlp export)")
+                   help="a run directory (train.output_dir), a model directory, an export directory (nlp export) or "
+                        "a hub name (nlp hub ls)")
     p.add_argument("--data", required=True,
                    help="test/dev (the run's own data), a dataset name, or a labelled file")
     p.add_argument("--split", default="test", help="split of a named dataset (default: test)")
@@ -42,9 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nlp.commands._models import local_model
     from nlp.deploy import OnnxBackend, is_export_dir
     from nlp.train.scoring import evaluate_dir
 
+    args.model = local_model(args.model)
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
     scores = evaluate_dir(args.model, args.data, split=args.split, task=args.task, max_length=args.max_length,
                           options=given_options(args),

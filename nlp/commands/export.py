@@ -7,6 +7,7 @@ import argparse
 EPILOG = """examples:
   nlp export runs/sentiment-reviews --out export/sentiment            # fp32 ONNX
   nlp export runs/sentiment-reviews --out export/sentiment-int8 --quantize int8
+  nlp export e5-small-zh-sentiment --out export/e5-sentiment-int8 --quantize int8   # a hub name
   nlp export runs/sentiment-reviews --out export/sentiment-s8 --quantize int8-static   # calibrated on 300 dev texts
   nlp export runs/ner --out export/ner-s8 --quantize int8-static --calibration-size 500
   nlp export my_model/ --out export/s8 --quantize int8-static --calibration reviews-zh --calibration-split dev
@@ -29,7 +30,7 @@ figures go to the manifest). See docs/deploy.md and docs/compress.md.
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("export", help="export a fine-tuned model to ONNX (fp32 or int8)", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="a run directory (train.output_dir) or a model directory")
+    p.add_argument("model", metavar="RUN_OR_MODEL", help="a run directory (train.output_dir), a model directory or a hub name (nlp hub ls)")
     p.add_argument("--out", required=True, metavar="DIR", help="the export directory to create")
     p.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
                    help="int8: onnxruntime dynamic quantization (int8 weights); int8-static: calibrated "
@@ -58,11 +59,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from nlp.commands._models import local_model
     from nlp.deploy import export_model
     from nlp.tasks import get_task
 
     from nlp._common import ConfigError
 
+    args.model = local_model(args.model)
     keep_fp32 = None
     if args.keep_fp32 is not None:  # checked before the calibration data is read
         from nlp.deploy.quantize import keep_fp32_groups

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     with_task_options(p, "predict")
     p.add_argument("model", metavar="RUN_MODEL_OR_EXPORT", nargs="?", default=None,
-                   help="a run directory, a model directory or an export directory (nlp export); "
+                   help="a run directory, a model directory, an export directory (nlp export) or a hub name; "
                         "left out: --task's default model, shipped with the package")
     p.add_argument("--input", required=True, help="a .txt (one text a line) or .jsonl file")
     p.add_argument("--output", default=None, help="write JSON lines here (default: stdout)")

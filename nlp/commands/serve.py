@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help="serve a model over HTTP (POST /predict, /health, /metrics)",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", metavar="MODEL", nargs="?", default=None,
-                   help="a run, model or export directory (left out: --task's default model)")
+                   help="a run, model or export directory or a hub name (left out: --task's default model)")
     p.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host}: this machine only)")
     p.add_argument("--port", type=int, default=d.port, help=f"TCP port (default {d.port})")
     p.add_argument("--workers", type=int, default=d.workers,
