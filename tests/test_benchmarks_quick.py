@@ -27,6 +27,7 @@ QUICK = {
     "embed.py": (["--quick"], True),
     "rerank_speed.py": (["--quick"], True),  # each side in its own process; exports the reranker twice
     "inference.py": (["--quick"], True),
+    "pipeline_speed.py": (["--quick"], False),  # the 2.9 MB shipped model on PyTorch and as its int8 export
     "extraction_speed.py": (["--quick"], True),  # Taskflow's side too where the Paddle side venv is
     "extraction_batching.py": (["--quick"], True),
     "extraction_quality.py": (["--quick"], True),  # builds zh-ner-uie and peoples-daily-1998-uie
