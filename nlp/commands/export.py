@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     from nlp._common import ConfigError
 
-    args.model = local_model(args.model)
+    model = local_model(args.model)  # a hub name: its snapshot; messages keep the name as given
     keep_fp32 = None
     if args.keep_fp32 is not None:  # checked before the calibration data is read
         from nlp.deploy.quantize import keep_fp32_groups
@@ -85,13 +85,13 @@ def run(args: argparse.Namespace) -> int:
 
         size = DEFAULT_CALIBRATION_SIZE if args.calibration_size is None else args.calibration_size
         print(f"reading {size} calibration examples from {args.calibration} ...", file=sys.stderr)
-        calibration = calibration_split(args.model, args.calibration, split=args.calibration_split, size=size,
+        calibration = calibration_split(model, args.calibration, split=args.calibration_split, size=size,
                                         task=args.task)
     elif args.calibration_size is not None or args.calibration != "dev" or args.calibration_split != "dev":
         raise ConfigError("--calibration, --calibration-split and --calibration-size are for --quantize int8-static "
                           f"only (got --quantize {args.quantize or 'none: fp32'})")
     print(f"exporting {args.model} -> {args.out} ...", file=sys.stderr)
-    r = export_model(args.model, args.out, quantize=args.quantize, opset=args.opset, task=args.task,
+    r = export_model(model, args.out, quantize=args.quantize, opset=args.opset, task=args.task,
                      force=args.force, attention=args.attention, calibration=calibration, keep_fp32=keep_fp32)
     fp32 = r.check["fp32"]
     print(f"exported {r.task} model ({r.precision}, opset {r.opset}) to {r.out} in {r.seconds:.0f} s")
