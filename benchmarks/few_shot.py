@@ -6,6 +6,7 @@ sets, each method on the same k examples and the same test texts.
         --num-iterations 5 --out runs/few-shot                                           # what a busy CPU fits
     python benchmarks/few_shot.py --report --out runs/few-shot                           # the table only
     python benchmarks/few_shot.py --model M --zeroshot-sweep --max-length 64             # zero-shot words, on dev
+    python benchmarks/few_shot.py --model M --reranker R --methods zeroshot zeroshot-rerank --out runs/few-shot
     python benchmarks/few_shot.py --quick                                                # a tiny model, k=2
 
 Methods, per (dataset, k, seed): the k per class are drawn from the train split by the seed
@@ -19,7 +20,11 @@ that file:
 - `tfidf`: TF-IDF character 1-3-grams + logistic regression (scikit-learn, C=10: no dev split
   to pick it on at k examples);
 and once per dataset `zeroshot`: the zero-shot pipeline with the label words and template in
-DATASETS, the best of ZEROSHOT_CANDIDATES on the dev split (`--zeroshot-sweep`). The
+DATASETS, the best of ZEROSHOT_CANDIDATES on the dev split (`--zeroshot-sweep`), and with
+`--reranker R` also `zeroshot-rerank`: the same label words and template scored by a
+cross-encoder (`text-ranking`) instead, each (hypothesis, text) pair one row, the text read as
+the passage (first window), the label with the highest relevance logit predicted
+(`--zeroshot-sweep --reranker R` sweeps the words for it on dev). The
 last row, fine-tuning on the whole train split, is the figure recorded in the model card
 (RECORDED_FULL: on reviews-zh the same e5 model, the teacher of the shipped e5-small-zh-sentiment;
 on inews another backbone, ernie-tiny-zh: training e5 on inews's long articles is a long run).
@@ -72,7 +77,8 @@ RECORDED_FULL = {
     "inews": (0.7698, "ernie-tiny-zh v5, whole train split; TF-IDF 1-3-gram LR on it: 0.7548 "
                       "(nlp/assets/ernie-tiny-zh/README.md)"),
 }
-METHODS = ("setfit", "finetune", "tfidf", "zeroshot")
+METHODS = ("setfit", "finetune", "tfidf", "zeroshot", "zeroshot-rerank")
+ZERO_SHOT = ("zeroshot", "zeroshot-rerank")  # one cell per dataset, no k
 
 
 def _subset(split, samples: int):
@@ -142,60 +148,85 @@ def _zeroshot(pipe, texts: list[str], gold: list[int], names: list[str], words: 
     return _scores(gold, scores.argmax(1).tolist(), len(names))
 
 
-def _zeroshot_pipeline(model: str, args: argparse.Namespace):
+class RerankerZeroShot:
+    """Zero-shot scores from a cross-encoder: the relevance logit of each (hypothesis, text)
+    pair, the hypothesis as the query; the zero-shot pipeline's `scores` call shape."""
+
+    def __init__(self, reranker: str, max_length: int) -> None:
+        import nlp
+
+        self.ranker = nlp.pipeline("text-ranking", model=reranker, max_length=max_length)
+
+    def scores(self, texts: list[str], labels: list[str], *, hypothesis_template: str,
+               truncate: bool) -> tuple[np.ndarray]:
+        from nlp.tasks.zero_shot.labels import hypotheses
+
+        queries = hypotheses(labels, hypothesis_template)
+        pairs = [(q, text) for text in texts for q in queries]
+        logits = self.ranker.score_pairs(pairs, truncate=truncate)
+        return (np.asarray(logits, dtype=np.float64).reshape(len(texts), len(queries)),)
+
+
+def _zeroshot_pipeline(model: str, args: argparse.Namespace, method: str = "zeroshot"):
     import nlp
 
+    if method == "zeroshot-rerank":
+        return RerankerZeroShot(args.reranker, args.max_length)
     return nlp.pipeline("zero-shot-classification", model=model, max_length=args.max_length)
 
 
 def zeroshot_sweep(args: argparse.Namespace, model: str) -> None:
     """Every candidate (label words, template) of ZEROSHOT_CANDIDATES on a fixed `--dev-samples`
-    of each dataset's dev split: the table DATASETS' choice is read from."""
+    of each dataset's dev split, by the embedding model and, with --reranker, by the reranker:
+    the tables DATASETS' choice is read from."""
     from nlp.tasks.datasets import load
 
-    pipe = _zeroshot_pipeline(model, args)
-    for dataset in args.datasets:
-        dsd = load(dataset)
-        names = list(dsd["train"].features["label"].names)
-        dev = _subset(dsd["dev"], args.dev_samples)
-        texts, gold = list(dev["text"]), list(dev["label"])
-        majority = np.bincount(gold, minlength=len(names)).max() / len(gold)
-        print(f"\n### {dataset}, zero-shot on {len(texts)} dev texts (chance accuracy {1 / len(names):.3f}, "
-              f"the majority class's share {majority:.3f})")
-        print("| label words | template | accuracy | macro F1 |\n| --- | --- | --- | --- |")
-        candidates = ZEROSHOT_CANDIDATES[dataset]
-        best = None
-        for words in candidates["labels"]:
-            for template in candidates["templates"]:
-                m = _zeroshot(pipe, texts, gold, names, words, template)
-                print(f"| {' / '.join(words[n] for n in names)} | {template!r} | {m['accuracy']:.4f} | "
-                      f"{m['macro_f1']:.4f} |", flush=True)
-                if best is None or (m["accuracy"], m["macro_f1"]) > best[0]:
-                    best = ((m["accuracy"], m["macro_f1"]), words, template)
-        print(f"best on dev: {' / '.join(best[1][n] for n in names)} with {best[2]!r}")
+    for method in [m for m in ZERO_SHOT if m != "zeroshot-rerank" or args.reranker]:
+        pipe = _zeroshot_pipeline(model, args, method)
+        scorer = args.reranker if method == "zeroshot-rerank" else model
+        for dataset in args.datasets:
+            dsd = load(dataset)
+            names = list(dsd["train"].features["label"].names)
+            dev = _subset(dsd["dev"], args.dev_samples)
+            texts, gold = list(dev["text"]), list(dev["label"])
+            majority = np.bincount(gold, minlength=len(names)).max() / len(gold)
+            print(f"\n### {dataset}, zero-shot by {scorer} on {len(texts)} dev texts (chance accuracy "
+                  f"{1 / len(names):.3f}, the majority class's share {majority:.3f})")
+            print("| label words | template | accuracy | macro F1 |\n| --- | --- | --- | --- |")
+            candidates = ZEROSHOT_CANDIDATES[dataset]
+            best = None
+            for words in candidates["labels"]:
+                for template in candidates["templates"]:
+                    m = _zeroshot(pipe, texts, gold, names, words, template)
+                    print(f"| {' / '.join(words[n] for n in names)} | {template!r} | {m['accuracy']:.4f} | "
+                          f"{m['macro_f1']:.4f} |", flush=True)
+                    if best is None or (m["accuracy"], m["macro_f1"]) > best[0]:
+                        best = ((m["accuracy"], m["macro_f1"]), words, template)
+            print(f"best on dev: {' / '.join(best[1][n] for n in names)} with {best[2]!r}")
 
 
 def run_grid(args: argparse.Namespace, model: str, out: Path) -> None:
     from nlp.tasks.classification.few_shot import sample_per_class
 
-    pipe = None  # the zero-shot pipeline, made when a zero-shot cell is missing
+    pipes: dict[str, object] = {}  # the zero-shot scorers, made when a zero-shot cell is missing
     for dataset in args.datasets:
         train, test, names = _splits(dataset, args.test_samples)
         folder = out / dataset
         folder.mkdir(parents=True, exist_ok=True)
         test_texts, test_labels = list(test["text"]), list(test["label"])
-        cells = [("zeroshot", 0, 0)] if "zeroshot" in args.methods else []
-        cells += [(m, k, s) for k in args.ks for s in range(args.seeds) for m in args.methods if m != "zeroshot"]
+        cells = [(m, 0, 0) for m in ZERO_SHOT if m in args.methods]
+        cells += [(m, k, s) for k in args.ks for s in range(args.seeds) for m in args.methods if m not in ZERO_SHOT]
         for method, k, seed in cells:
-            path = folder / (f"{method}.json" if method == "zeroshot" else f"{method}-k{k}-s{seed}.json")
+            path = folder / (f"{method}.json" if method in ZERO_SHOT else f"{method}-k{k}-s{seed}.json")
             if path.exists():
                 continue
             start = time.perf_counter()
             with tempfile.TemporaryDirectory() as tmp:
                 tmp = Path(tmp)
-                if method == "zeroshot":
-                    pipe = pipe or _zeroshot_pipeline(model, args)
-                    scores = _zeroshot(pipe, test_texts, test_labels, names, DATASETS[dataset]["labels"],
+                if method in ZERO_SHOT:
+                    if method not in pipes:
+                        pipes[method] = _zeroshot_pipeline(model, args, method)
+                    scores = _zeroshot(pipes[method], test_texts, test_labels, names, DATASETS[dataset]["labels"],
                                        DATASETS[dataset]["template"])
                 else:
                     rows = sample_per_class(train["label"], k, seed)
@@ -211,8 +242,10 @@ def run_grid(args: argparse.Namespace, model: str, out: Path) -> None:
                     "majority_accuracy": float(np.bincount(test_labels).max() / len(test_labels)),
                     "settings": {key: getattr(args, key) for key in ("max_length", "num_iterations", "pair_batch_size",
                                                                      "head_epochs", "ft_epochs", "ft_lr")}}
-            if method == "zeroshot":
+            if method in ZERO_SHOT:
                 cell["settings"]["zeroshot"] = DATASETS[dataset]
+            if method == "zeroshot-rerank":
+                cell["settings"]["reranker"] = str(args.reranker)
             path.write_text(json.dumps(cell, indent=1), encoding="utf-8")
             print(f"{dataset} {method} k={k} seed={seed}: accuracy {scores['accuracy']:.4f}, macro F1 "
                   f"{scores['macro_f1']:.4f} ({cell['seconds']} s)", flush=True)
@@ -242,14 +275,17 @@ def report(out: Path) -> None:
             print(f"| full fine-tuning (recorded) | all | 1 | {value:.4f} (whole test split) | - |\n\n({source})")
 
 
-def _quick_model(directory: Path) -> str:
-    """ernie-tiny-zh (shipped) with a mean-pooled sentence-embedding head: a stand-in embedding model."""
+def _quick_model(directory: Path, ranking: bool = False) -> str:
+    """ernie-tiny-zh (shipped) with a mean-pooled sentence-embedding head: a stand-in embedding
+    model; `ranking`: with a fresh one-score head instead, a stand-in cross-encoder."""
     import nlp
     from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+    from nlp.tasks.ranking.heads import ErnieForTextRanking
     from nlp.tokenizer import load_tokenizer
 
     asset = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
-    ErnieForSentenceEmbedding.from_pretrained(asset).save_pretrained(directory)
+    head = ErnieForTextRanking if ranking else ErnieForSentenceEmbedding
+    head.from_pretrained(asset).save_pretrained(directory)
     load_tokenizer(asset).save_pretrained(directory)
     return str(directory)
 
@@ -261,7 +297,10 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--ks", nargs="+", type=int, default=[8, 16, 32, 64], help="examples per class")
     parser.add_argument("--seeds", type=int, default=5, help="draws per k (seeds 0..N-1)")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS,
+                        help="default: all, zeroshot-rerank only with --reranker")
+    parser.add_argument("--reranker", default=None,
+                        help="a text-ranking model (directory or hub name): the zeroshot-rerank rows")
     parser.add_argument("--test-samples", type=int, default=0, help="a fixed random subset of the test split (0: all)")
     parser.add_argument("--max-length", type=int, default=128, help="tokens per text (longer ones keep their start)")
     parser.add_argument("--num-iterations", type=int, default=20, help="setfit: pairs per example / 2")
@@ -276,6 +315,10 @@ def main() -> None:
     parser.add_argument("--dev-samples", type=int, default=500, help="--zeroshot-sweep: a fixed random subset of dev")
     parser.add_argument("--quick", action="store_true", help="a stand-in model (ernie-tiny-zh), k=2, 1 seed, 8 test texts")
     args = parser.parse_args()
+    if args.methods is None:
+        args.methods = [m for m in METHODS if m != "zeroshot-rerank" or args.reranker or args.quick]
+    elif "zeroshot-rerank" in args.methods and not (args.reranker or args.quick):
+        parser.error("--methods zeroshot-rerank needs --reranker (a text-ranking model)")
     logging.basicConfig(level=logging.WARNING)
     if args.report:
         report(args.out)
@@ -286,6 +329,7 @@ def main() -> None:
             args.num_iterations, args.head_epochs, args.ft_epochs, args.dev_samples = 1, 1.0, 1.0, 8
             args.out = Path(tmp) / "cells"
             model = _quick_model(Path(tmp) / "model")
+            args.reranker = _quick_model(Path(tmp) / "reranker", ranking=True)
         elif args.model is None:
             parser.error("--model is required (an embedding model, e.g. multilingual-e5-small), or --quick")
         else:
