@@ -17,6 +17,7 @@ def test_evaluate_by_name(capsys):
     assert main(["evaluate", NAME, "--data", "reviews-zh", "--split", "test", "--max-samples", "40"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["examples"] == 40 and scores["accuracy"] > 0.75, scores
+    assert scores["model"] == NAME
 
 
 def test_predict_by_name(tmp_path, capsys):

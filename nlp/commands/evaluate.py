@@ -48,10 +48,12 @@ def run(args: argparse.Namespace) -> int:
     from nlp.deploy import OnnxBackend, is_export_dir
     from nlp.train.scoring import evaluate_dir
 
-    args.model = local_model(args.model)
-    backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
-    scores = evaluate_dir(args.model, args.data, split=args.split, task=args.task, max_length=args.max_length,
+    model = local_model(args.model)
+    backend = OnnxBackend(model) if is_export_dir(model) else None
+    scores = evaluate_dir(model, args.data, split=args.split, task=args.task, max_length=args.max_length,
                           options=given_options(args),
                           batch_size=args.batch_size, max_samples=args.max_samples, backend=backend)
+    if model != args.model:  # a hub name: say it, not the path of its snapshot in the cache
+        scores["model"] = args.model
     print(json.dumps(scores, ensure_ascii=False))
     return 0
