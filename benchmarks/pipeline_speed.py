@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _harness import best_of_rounds, run_side_process
+from _harness import best_of_rounds, nlp_export, run_side_process
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,19 +61,6 @@ def run_side(args: argparse.Namespace) -> None:
     print(json.dumps({"texts_per_s": len(texts) / seconds, "seconds": seconds, "texts": len(texts)}))
 
 
-def _int8_export(model: str, out: Path) -> str:
-    """`nlp export MODEL --quantize int8` into `out` (a hub name works as a directory does)."""
-    done = subprocess.run([sys.executable, "-m", "nlp", "export", model, "--out", str(out), "--quantize", "int8"],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"nlp export {model} --quantize int8 failed:\n{done.stderr[-2000:]}")
-    return str(out)
-
-
-def _is_export(model: str) -> bool:
-    return (Path(model).expanduser() / "manifest.json").is_file()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=None,
@@ -92,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.side:
         run_side(args)
         return 0
+    from nlp.deploy import is_export_dir
+
     if args.quick:
         args.texts, args.rounds = 32, 1
     if args.models is None:
@@ -100,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         sides: dict[str, str] = {}  # side name -> what the pipeline loads
         for i, model in enumerate(args.models):
             sides[model] = model
-            if not args.no_int8 and not _is_export(model):
+            if not args.no_int8 and not is_export_dir(model):
                 print(f"exporting {model} to int8 ...", file=sys.stderr, flush=True)
-                sides[f"{model} (int8 export)"] = _int8_export(model, Path(tmp) / f"int8-{i}")
+                sides[f"{model} (int8 export)"] = nlp_export(model, Path(tmp) / f"int8-{i}", "--quantize", "int8")
 
         def run(side: str, _round: int):
             cmd = [sys.executable, __file__, "--side", sides[side], "--task", args.task, "--texts", str(args.texts),
