@@ -384,6 +384,14 @@ class TaskSpec:
                               "labels and hidden states only, or declare them")
         return dict(self.distill_losses)
 
+    def teacher_features(self, features: list[dict], teacher_config: Any, tokenizer: Any) -> list[dict]:
+        """The training features as the teacher sees them in distillation's one caching pass
+        (`distill.teacher_prompts`): what a teacher was trained to see with every input that the
+        student's features lack (an embedding teacher's declared prompts). The student's own
+        features are not changed. Default: the features as they are. A task whose targets are
+        per token must keep the tokens where they are."""
+        return features
+
     def check_batch(self, tokenizer: Any, max_length: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The padded int64 batch (by export input) an export is checked on: `texts` are real
         reviews of mixed lengths (nlp/deploy/check.py). Default: each text one sequence."""

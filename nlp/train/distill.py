@@ -440,7 +440,9 @@ def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder
     per_token = tuple(n for n in targets if spec.export_outputs.get(n, ())[1:2] == ("sequence",))
     logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(targets),
                 len(train_features))
-    cached = (teacher_outputs(teacher, train_features, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
+    teacher_inputs = spec.teacher_features(train_features, teacher.config, tokenizer) \
+        if targets and d.teacher_prompts else train_features
+    cached = (teacher_outputs(teacher, teacher_inputs, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
                               per_token, spec.label_keys) if targets else [{} for _ in train_features])
     if targets:
         _check_shapes(student, spec, tokenizer, train_features[:2], cached[:2], per_token)

@@ -206,6 +206,10 @@ class DistillSection(Settings):
     relations: list[str] = field(default_factory=lambda: list(RELATION_KINDS))  # which of query, key, value
     augment: AugmentSection | None = None  # rewritten copies of the training examples (TinyBERT)
     teacher_batch_size: int = 64  # the one pass that caches the teacher's outputs
+    # that pass gives the teacher what it was trained to see with every input where the
+    # student's features lack it (an embedding teacher's declared query/passage prompts: e5's
+    # vectors of unprompted text are not the ones it retrieves with); false: the student's inputs
+    teacher_prompts: bool = True
 
     def problems(self) -> Iterator[Problem]:
         # the teacher is checked by check_recipe (an empty one is the defaults', validated alone)

@@ -10,7 +10,7 @@ import nlp
 from nlp._common import ConfigError
 from nlp.models import ErnieConfig
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-from nlp.tasks.embedding.prompts import Prompts
+from nlp.tasks.embedding.prompts import Prompts, insert_prompt, prompt_ids
 from nlp.tasks.embedding.serving import EmbedAdapter
 from nlp.tasks.serving import Limits, RequestError
 from nlp.tokenizer import UnigramTokenizer, build_unigram_backend
@@ -59,11 +59,11 @@ def test_search_prompts_queries_and_passages(e5_like):
 
 
 def test_every_window_of_a_long_text_starts_with_the_prompt(e5_like):
-    prompt_ids = e5_like._prompt_ids("passage: ")
+    prompt = prompt_ids(e5_like.tokenizer, "passage: ")
     long = "".join(TEXTS * 3)
     rows = e5_like._windows([long], True, truncate=False, stride=None, prompt="passage: ")
     assert len(rows) > 2 and all(len(ids) <= 16 for ids, *_ in rows)
-    assert all(ids[1:1 + len(prompt_ids)] == prompt_ids for ids, *_ in rows)
+    assert all(ids[1:1 + len(prompt)] == prompt for ids, *_ in rows)
 
 
 def test_embed_route_takes_a_prompt_name(e5_like):
@@ -119,3 +119,12 @@ def test_card_pooling_builds_the_model_with_it(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="pooling 'max'"):
         hub.ModelCard.from_dict({"name": "x", "architecture": "bert", "pooling": "max",
                                  "sources": [{"kind": "local", "path": str(directory)}]})
+
+
+def test_a_prompt_goes_after_the_first_token_and_a_text_too_long_loses_its_end():
+    row = {"input_ids": [0, 10, 11, 12, 2], "attention_mask": [1] * 5}
+    assert insert_prompt(row, [7, 8]) == {"input_ids": [0, 7, 8, 10, 11, 12, 2], "attention_mask": [1] * 7}
+    assert insert_prompt(row, [7, 8], max_length=6) == {"input_ids": [0, 7, 8, 10, 11, 2], "attention_mask": [1] * 6}
+    assert insert_prompt({**row, "token_type_ids": [0] * 5}, [7])["token_type_ids"] == [0] * 6
+    with pytest.raises(ValueError, match="per-token key 'labels'"):
+        insert_prompt({**row, "labels": [0] * 5}, [7])

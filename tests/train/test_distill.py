@@ -229,3 +229,51 @@ def test_embeddings_distil_by_mse_at_the_teacher_width_and_refuse_another(tmp_pa
     hidden = finetune(_recipe("embedding-idioms", tmp_path / "hidden", teacher, *common, *narrow, "distill.soft_weight=0",
                               "distill.hidden_weight=1", "train.eval.metric=loss", steps=3))
     assert hidden.status == "finished"
+
+
+def test_an_embedding_teacher_is_cached_on_its_prompted_texts_by_role(tmp_path, monkeypatch):
+    """A teacher that declares prompts gets them in the caching pass as the pipelines give them
+    (query: the "query" prompt, the other texts of a record: "passage"; a scored pair and a plain
+    text: the default one), so a cached vector is the pipeline's vector of that text in that role; the student's
+    own features keep no prompt; `distill.teacher_prompts=false` caches the plain texts."""
+    import nlp.train.distill as distill
+    from nlp.tasks.embedding.prompts import prompt_ids
+
+    prompts = {"query": "查询：", "passage": "段落："}
+    teacher = _teacher("embedding", tmp_path / "emb", prompts=prompts, default_prompt_name="query")
+    spec, tok = get_task("embedding"), load_tokenizer(teacher)
+    texts = ("北京的天气", "今天北京下雨", "上海很大")
+    record = {"input_ids": [tok(t)["input_ids"] for t in texts]}
+    pair = {"input_ids": [tok(t)["input_ids"] for t in ("北京", "首都")], "labels": 0.8}
+    seen = spec.teacher_features([record, pair], nlp.AutoConfig.from_pretrained(teacher), tok)
+    assert seen[0]["input_ids"] == [tok("查询：北京的天气")["input_ids"], tok("段落：今天北京下雨")["input_ids"],
+                                    tok("段落：上海很大")["input_ids"]]
+    assert seen[1]["input_ids"] == [tok("查询：北京")["input_ids"], tok("查询：首都")["input_ids"]]
+    assert seen[1]["labels"] == 0.8 and record["input_ids"][0] == tok("北京的天气")["input_ids"]  # not changed
+    assert spec.teacher_features([record], nlp.AutoConfig.from_pretrained(ASSET), tok)[0] is record  # no prompts
+    plain_texts = [{"input_ids": [tok("天气")["input_ids"]]}, {"input_ids": tok("天气")["input_ids"]}]
+    assert [f["input_ids"] for f in spec.teacher_features(plain_texts, nlp.AutoConfig.from_pretrained(teacher), tok)] \
+        == [[tok("查询：天气")["input_ids"]], tok("查询：天气")["input_ids"]]  # a plain text: the default prompt
+
+    model = spec.head.from_pretrained(teacher).eval()
+    cached = distill.teacher_outputs(model, seen[:1], spec.collator(tok), ["sentence_embedding"], batch_size=4)
+    emb = nlp.pipeline("feature-extraction", model=teacher)
+    want = [emb.encode([t], prompt_name=role, normalize=False)[0][0]
+            for t, role in zip(texts, ("query", "passage", "passage"))]
+    np.testing.assert_allclose(cached[0]["sentence_embedding"], np.stack(want), atol=1e-5)
+
+    caught = []
+    cache = distill.teacher_outputs
+    monkeypatch.setattr(distill, "teacher_outputs", lambda m, features, *a, **k: caught.append(features) or
+                        cache(m, features, *a, **k))
+    common = ["data.max_train_samples=8", "data.max_length=32", "train.eval.metric=loss"]
+    for flag in ("true", "false"):
+        result = finetune(_recipe("embedding-idioms", tmp_path / flag, teacher, *common,
+                                  f"distill.teacher_prompts={flag}", steps=1))
+        assert result.status == "finished"
+    prompted, plain = caught
+    query, passage = prompt_ids(tok, "查询："), prompt_ids(tok, "段落：")
+    assert len(prompted) == len(plain) == 8
+    for with_prompts, without in zip(prompted, plain):
+        q, *passages = without["input_ids"]
+        assert with_prompts["input_ids"] == [q[:1] + query + q[1:], *(p[:1] + passage + p[1:] for p in passages)]

@@ -43,7 +43,7 @@ from nlp._common import ConfigError, DataError, atomic_write, did_you_mean
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
-from nlp.tasks.embedding.prompts import PASSAGE, QUERY, Prompts
+from nlp.tasks.embedding.prompts import PASSAGE, QUERY, Prompts, insert_prompt, prompt_ids
 from nlp.tasks.embedding.metrics import (SparseVector, lexical_pair_scores, lexical_scores, lexical_terms,
                                          pooled_sparse_vector, sparse_vector, split_key)
 
@@ -170,13 +170,13 @@ class FeatureExtractionPipeline(Pipeline):
         self.check_tokens(texts, "text", single)
         if not texts:
             return []
-        prompt_ids = self._prompt_ids(prompt) if prompt and not truncate else []
-        max_length = self.max_length - len(prompt_ids)
+        prompt_tokens = prompt_ids(self.tokenizer, prompt) if prompt and not truncate else []
+        max_length = self.max_length - len(prompt_tokens)
         room = max_length - 2
         stride = max(1, room // 4) if stride is None else stride
         if not 0 <= stride < room:
             raise ConfigError(f"stride={stride} must be in [0, {room}) for max_length={self.max_length}"
-                              + (f" and a prompt of {len(prompt_ids)} tokens" if prompt_ids else ""))
+                              + (f" and a prompt of {len(prompt_tokens)} tokens" if prompt_tokens else ""))
         if truncate:  # tokenize what the first window keeps, not the whole of a long text
             texts = self.kept_prefixes(texts, room)
         enc = self.tokenizer([prompt + t for t in texts], truncation=True, max_length=max_length, stride=stride,
@@ -184,11 +184,9 @@ class FeatureExtractionPipeline(Pipeline):
         n_rows = len(enc["input_ids"])
         owner = enc["overflow_to_sample_mapping"] if not truncate else list(range(n_rows))
         rows = [{k: enc[k][r] for k in MODEL_INPUTS if k in enc} for r in range(n_rows)]
-        for r in range(1, n_rows) if prompt_ids else ():
+        for r in range(1, n_rows) if prompt_tokens else ():
             if owner[r] == owner[r - 1]:  # a later window of the same text
-                rows[r] = {k: v[:1] + ([0] * len(prompt_ids) if k == "token_type_ids" else
-                                       [1] * len(prompt_ids) if k == "attention_mask" else prompt_ids) + v[1:]
-                           for k, v in rows[r].items()}
+                rows[r] = insert_prompt(rows[r], prompt_tokens)
         outputs = self._forward(rows)
         # padding is the pipeline's, so a row's tokens are all attended
         windows = []
@@ -198,11 +196,6 @@ class FeatureExtractionPipeline(Pipeline):
             else:
                 windows.append((row["input_ids"], int(text), out, None))
         return windows
-
-    def _prompt_ids(self, prompt: str) -> list[int]:
-        """The tokens of `prompt` as they start a text: those of prompt + "x" ending before "x"."""
-        enc = self.tokenizer(prompt + "x", add_special_tokens=False, return_offsets_mapping=True)
-        return [i for i, (_, end) in zip(enc["input_ids"], enc["offset_mapping"]) if end <= len(prompt)]
 
 
 class EmbeddingIndex:

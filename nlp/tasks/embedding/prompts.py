@@ -16,11 +16,11 @@ no default). A text longer than one window gets the prompt in every window (pipe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from nlp._common import ConfigError, did_you_mean
 
-__all__ = ["Prompts", "QUERY", "PASSAGE"]
+__all__ = ["Prompts", "QUERY", "PASSAGE", "prompt_ids", "insert_prompt"]
 
 QUERY, PASSAGE = "query", "passage"  # the roles search and index ask for
 
@@ -62,3 +62,27 @@ class Prompts:
         if role in self.prompts:
             return self.prompts[role]
         return "" if {QUERY, PASSAGE} & set(self.prompts) else self.text(None)
+
+
+def prompt_ids(tokenizer: Any, prompt: str) -> list[int]:
+    """The tokens of `prompt` as they start a text: those of prompt + "x" ending before "x"."""
+    enc = tokenizer(prompt + "x", add_special_tokens=False, return_offsets_mapping=True)
+    return [i for i, (_, end) in zip(enc["input_ids"], enc["offset_mapping"]) if end <= len(prompt)]
+
+
+def insert_prompt(row: Mapping[str, Sequence[int]], ids: Sequence[int],
+                  max_length: int | None = None) -> dict[str, list[int]]:
+    """A tokenized text (`input_ids` and what goes with it, one entry per token) with the prompt's
+    tokens `ids` after its first (special) token: attended, segment 0. Longer than `max_length`,
+    the text loses tokens from its end, its last (special) token kept."""
+    n = len(ids)
+    fill = {"input_ids": list(ids), "attention_mask": [1] * n, "token_type_ids": [0] * n}
+    out = {}
+    for key, values in row.items():
+        if key not in fill:
+            raise ValueError(f"insert_prompt: no prompt value for the per-token key {key!r}")
+        joined = list(values[:1]) + fill[key] + list(values[1:])
+        if max_length is not None and len(joined) > max_length:
+            joined = joined[:max_length - 1] + joined[-1:]
+        out[key] = joined
+    return out

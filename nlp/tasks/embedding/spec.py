@@ -15,7 +15,9 @@ from nlp.tasks.embedding.data import read_embedding
 from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.embedding.metrics import lexical_terms, retrieval_metrics, sparse_vector, sts_metrics
 from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
+from nlp.tasks.embedding.prompts import PASSAGE, QUERY, Prompts, insert_prompt, prompt_ids
 from nlp.tasks.embedding.serving import EmbedAdapter, EmbeddingPredictAdapter, EmbedSparseAdapter, SimilarityAdapter
+from nlp.tasks.model_io import MODEL_INPUTS
 from nlp.tasks.spec import TaskSpec
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -52,6 +54,33 @@ class EmbeddingSpec(TaskSpec):
     reader = staticmethod(read_embedding)
     preprocess = None
     metric = staticmethod(retrieval_metrics)
+
+    def teacher_features(self, features: list[dict], teacher_config: Any, tokenizer: Any) -> list[dict]:
+        """Each text with the prompt of its role that the teacher declares (prompts.py), as the
+        pipelines embed with it: a retrieval record's query its "query" prompt and every other
+        text its "passage" prompt; both texts of a scored pair and a plain text the default one;
+        a text the prompt makes longer than the teacher's positions cut at its end. Training
+        feeds no prompts, so a teacher that needs them (e5) would otherwise give its vectors of
+        text it was never trained on."""
+        prompts = Prompts.from_config(teacher_config.extra)
+        if not prompts.prompts:
+            return features
+        ids = {role: prompt_ids(tokenizer, text) if text else []
+               for role, text in ((QUERY, prompts.for_role(QUERY)), (PASSAGE, prompts.for_role(PASSAGE)),
+                                  (None, prompts.text(None)))}
+        limit = teacher_config.max_sequence_length
+        out = []
+        for f in features:
+            per_text = {k: f[k] for k in MODEL_INPUTS if k in f}
+            if not isinstance(f["input_ids"][0], (list, tuple)):  # one text
+                out.append({**f, **insert_prompt(per_text, ids[None], limit)})
+                continue
+            k = len(f["input_ids"])
+            roles = [None] * k if "labels" in f or k == 1 else [QUERY] + [PASSAGE] * (k - 1)
+            rows = [insert_prompt({key: v[i] for key, v in per_text.items()}, ids[role], limit)
+                    for i, role in enumerate(roles)]
+            out.append({**f, **{key: [r[key] for r in rows] for key in per_text}})
+        return out
 
     def model_outputs(self, config: Any) -> dict[str, tuple[str, ...]]:
         outputs = dict(self.export_outputs)
