@@ -123,6 +123,10 @@ class TaskSpec:
     # against the teacher's probabilities, per label) or "mse" (embeddings, regression).
     # {}: the task declares none, and `distill.soft_weight > 0` is refused with a message
     distill_losses: ClassVar[dict[str, str]] = {}
+    # the output whose ranking a student can learn (`distill.ranking_weight`: each query's
+    # distribution over a batch's candidates, nlp/train/distill_losses.py): (B, texts, width)
+    # vectors of records whose first text is the query. None: the task has no such output
+    distill_ranking: ClassVar[str | None] = None
     # what evaluation keeps of each batch's logits (the default `keep_logits`): "scores" (every
     # score, for metrics that need them), "argmax" (the best id per row or position), or "auto":
     # argmax where the logits' last axis is "vocab" (a correction head: vocabulary-sized scores

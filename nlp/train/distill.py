@@ -26,6 +26,9 @@ same numbers: the pass is deterministic). Hidden states and relations of a whole
 (examples x tokens x width) are too large to keep, so with `hidden_weight` or `relation_weight`
 > 0 the teacher also runs on each batch (up to the deepest teacher layer asked for).
 
+Sentence embeddings can also learn the teacher's ranking (`ranking_weight`): each query's
+distribution over the batch's candidate texts, from the same cached vectors (distill_losses.py).
+
 Augmented copies of the training examples (`augment:`, nlp/train/augment.py) are training
 features too, flagged (`distill_augmented`); they learn the teacher's outputs (soft targets,
 hidden states, relations) and never the labels: the hard loss is the original rows' alone.
@@ -52,9 +55,9 @@ from nlp.tasks.model_dirs import locate_model
 from nlp.tasks.model_io import feature_length
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import Tokenizer, load_tokenizer
-from nlp.train.distill_losses import RELATIONS, hidden_loss, relation_loss, soft_loss, split_qkv
+from nlp.train.distill_losses import RELATIONS, hidden_loss, ranking_loss, relation_loss, soft_loss, split_qkv
 
-__all__ = ["DistillationModel", "DistillCollator", "LayerPlan", "prepare_distillation", "teacher_outputs",
+__all__ = ["DistillationModel", "DistillCollator", "LayerPlan", "Ranking", "prepare_distillation", "teacher_outputs",
            "resolve_layers", "TEACHER_PREFIX", "AUGMENTED_KEY"]
 
 logger = logging.getLogger(__name__)
@@ -227,22 +230,35 @@ def _select(batch: Mapping[str, Any], keep: torch.Tensor) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the model
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """`distill.ranking_weight`: the output (B, texts, width) whose in-batch ranking the student
+    learns, its weight, and each model's temperature over cosines."""
+
+    output: str
+    weight: float
+    student_temperature: float
+    teacher_temperature: float
+
+
 class DistillationModel(nn.Module):
     """The student with its distillation losses. In training, a batch that carries the teacher's
     outputs (`teacher_*`) gets `loss` = hard_weight * the student's own loss + soft_weight * the
     soft-target losses + hidden_weight * the hidden-state losses (summed over the layer pairs) +
-    relation_weight * the relation loss; rows flagged as augmented (`AUGMENTED_KEY`) have no hard
-    loss (the loss is the mean over the batch's rows of each row's terms). In evaluation (no
+    relation_weight * the relation loss + the ranking loss's weight times it (`Ranking`); rows
+    flagged as augmented (`AUGMENTED_KEY`) have no hard loss (the loss is the mean over the
+    batch's rows of each row's terms). In evaluation (no
     teacher keys) it is the student. Attributes it does not have (config, decoding_tensors,
     save_pretrained, ...) are the student's, so the Trainer exports the student alone."""
 
     def __init__(self, student: PreTrainedEncoder, targets: Mapping[str, str], *, temperature: float,
                  soft_weight: float, hard_weight: float, hidden_weight: float = 0.0, relation_weight: float = 0.0,
                  layers: LayerPlan | None = None, teacher: PreTrainedEncoder | None = None,
-                 label_keys: Sequence[str] = ("labels",)) -> None:
+                 label_keys: Sequence[str] = ("labels",), ranking: Ranking | None = None) -> None:
         super().__init__()
         self.student = student
         self.targets = dict(targets)
+        self.ranking = ranking
         self.temperature, self.soft_weight = float(temperature), float(soft_weight)
         self.hard_weight, self.hidden_weight = float(hard_weight), float(hidden_weight)
         self.relation_weight = float(relation_weight)
@@ -309,6 +325,10 @@ class DistillationModel(nn.Module):
                     raise ValueError(f"the batch carries no cached teacher output {TEACHER_PREFIX + name!r}")
                 loss = loss + self.soft_weight * soft_loss(getattr(out, name), cached[name].float(), kind,
                                                            self.temperature, mask)
+        r = self.ranking
+        if r is not None and not any(k in batch for k in self.label_keys):  # retrieval records, not scored pairs
+            loss = loss + r.weight * ranking_loss(getattr(out, r.output), cached[r.output], r.student_temperature,
+                                                  r.teacher_temperature)
         if self.teacher_runs:
             loss = loss + self._inner_losses(batch, taps, mask)
         out.loss = loss
@@ -435,17 +455,21 @@ def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder
     originals = len(train_features)
     if d.augment is not None:
         train_features = train_features + _augmented_features(recipe, spec, train_examples, featurize)
-    # soft_weight 0: nothing of the teacher's outputs is learned, so nothing is cached
+    ranking = _ranking(d, spec, student, teacher)
+    # soft_weight 0: nothing of the teacher's outputs is learned, so nothing is cached (but the
+    # vectors whose ranking is learned)
     targets = spec.distill_targets(student.config) if d.soft_weight > 0 else {}
+    cached_names = list(targets) + ([ranking.output] if ranking and ranking.output not in targets else [])
     per_token = tuple(n for n in targets if spec.export_outputs.get(n, ())[1:2] == ("sequence",))
-    logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(targets),
+    logger.info("distillation: caching the teacher's %s on %d training examples", ", ".join(cached_names),
                 len(train_features))
     teacher_inputs = spec.teacher_features(train_features, teacher.config, tokenizer) \
-        if targets and d.teacher_prompts else train_features
-    cached = (teacher_outputs(teacher, teacher_inputs, spec.collator(tokenizer), list(targets), d.teacher_batch_size,
-                              per_token, spec.label_keys) if targets else [{} for _ in train_features])
-    if targets:
-        _check_shapes(student, spec, tokenizer, train_features[:2], cached[:2], per_token)
+        if cached_names and d.teacher_prompts else train_features
+    cached = (teacher_outputs(teacher, teacher_inputs, spec.collator(tokenizer), cached_names, d.teacher_batch_size,
+                              per_token, spec.label_keys) if cached_names else [{} for _ in train_features])
+    if targets:  # a ranking compares cosines, so a student of another width learns it too
+        _check_shapes(student, spec, tokenizer, train_features[:2], [{k: c[k] for k in targets} for c in cached[:2]],
+                      per_token)
     features = [{**f, **{TEACHER_PREFIX + k: v for k, v in c.items()}} for f, c in zip(train_features, cached)]
     keys: tuple[str, ...] = ()
     if d.augment is not None:  # flagged after the teacher's pass, which takes model inputs alone
@@ -455,9 +479,27 @@ def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder
     model = DistillationModel(student, targets, temperature=d.temperature, soft_weight=d.soft_weight,
                               hard_weight=d.hard_weight, hidden_weight=d.hidden_weight,
                               relation_weight=d.relation_weight, layers=plan, label_keys=spec.label_keys,
-                              teacher=teacher if d.hidden_weight > 0 or d.relation_weight > 0 else None)
-    keys = tuple(TEACHER_PREFIX + k for k in targets) + keys
+                              teacher=teacher if d.hidden_weight > 0 or d.relation_weight > 0 else None,
+                              ranking=ranking)
+    keys = tuple(TEACHER_PREFIX + k for k in cached_names) + keys
     return model, features, DistillCollator(collate, keys, tuple(TEACHER_PREFIX + k for k in per_token))
+
+
+def _ranking(d: Any, spec: TaskSpec, student: PreTrainedEncoder, teacher: PreTrainedEncoder) -> Ranking | None:
+    """The ranking loss of `distill.ranking_weight` (None at 0); ConfigError for a task without
+    a ranked output."""
+    if not d.ranking_weight > 0:
+        return None
+    if spec.distill_ranking is None:
+        raise ConfigError(f"distill.ranking_weight: the {spec.name} task has no output whose ranking is learned (it "
+                          "applies to sentence embeddings of retrieval records); set distill.ranking_weight: 0")
+    default = 0.05  # the embedding head's default contrastive_temperature
+
+    def temperature(model: PreTrainedEncoder) -> float:
+        return float(model.config.extra.get("contrastive_temperature", default))
+
+    t = d.ranking_temperature if d.ranking_temperature is not None else temperature(teacher)
+    return Ranking(spec.distill_ranking, float(d.ranking_weight), temperature(student), float(t))
 
 
 def _augmented_features(recipe: Any, spec: TaskSpec, examples: Any, featurize: Callable | None) -> list[dict]:

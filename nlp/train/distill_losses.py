@@ -11,6 +11,11 @@
   the relation kinds and averaged over the relation heads and the real query tokens. Splitting
   both models' vectors into the same number of relation heads makes the relation matrices the
   same shape (T x T) whatever the widths and attention head counts.
+- `ranking_loss`: sentence embeddings of retrieval records (query, positive[, negatives]): each
+  query's softmax over every candidate text of the batch (the positives and negatives of all its
+  records) by cosine, KL(teacher || student), each model's cosines at its own temperature (as
+  TAS-B's in-batch distillation of a teacher's ranking, Hofstaetter et al. 2021). Regressing the
+  vectors (MSE) leaves a student near its teacher's directions but not its ranking.
 
 Padding: a padded token is neither a query that is counted nor a key that takes probability.
 """
@@ -23,7 +28,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-__all__ = ["soft_loss", "hidden_loss", "relation_loss", "split_qkv", "RELATIONS"]
+__all__ = ["soft_loss", "hidden_loss", "relation_loss", "ranking_loss", "split_qkv", "RELATIONS"]
 
 _MASKED = -1e4  # a padded position's logit in a distribution over positions (soft_loss)
 _NO_KEY = -1e9  # a padded key's relation score: softmax gives it exactly 0 in float32
@@ -125,3 +130,25 @@ def relation_loss(student: dict[str, torch.Tensor], teacher: dict[str, torch.Ten
     if total is None:
         raise ValueError("relation_loss needs at least one relation kind (query, key, value)")
     return total
+
+
+def ranking_loss(student: torch.Tensor, teacher: torch.Tensor, student_temperature: float,
+                 teacher_temperature: float) -> torch.Tensor:
+    """KL(teacher || student) of each query's distribution over the batch's candidates: `student`
+    and `teacher` are (B, K, H) vectors of B records of K texts, the query first; the candidates
+    are the other B * (K - 1) texts, scored by cosine / temperature (so the widths may differ).
+    0 for records of one text."""
+    if student.dim() != 3 or teacher.dim() != 3 or student.shape[:2] != teacher.shape[:2]:
+        raise ValueError(f"ranking_loss takes (batch, texts, width) vectors of the same batch and texts, got "
+                         f"{tuple(student.shape)} and {tuple(teacher.shape)}")
+    B, K = student.shape[:2]
+    if K < 2:
+        return student.new_zeros(())
+
+    def scores(v: torch.Tensor, temperature: float) -> torch.Tensor:
+        v = F.normalize(v.float(), dim=-1)
+        return v[:, 0] @ v[:, 1:].reshape(B * (K - 1), -1).T / temperature
+
+    log_p = F.log_softmax(scores(student, student_temperature), dim=-1)
+    q = F.softmax(scores(teacher.detach(), teacher_temperature), dim=-1)
+    return (q * (torch.log(q.clamp_min(1e-12)) - log_p)).sum(-1).mean()

@@ -210,19 +210,28 @@ class DistillSection(Settings):
     # student's features lack it (an embedding teacher's declared query/passage prompts: e5's
     # vectors of unprompted text are not the ones it retrieves with); false: the student's inputs
     teacher_prompts: bool = True
+    # sentence embeddings (retrieval records): > 0 also learns the teacher's ranking, each query's
+    # softmax over the batch's candidate texts by cosine, KL(teacher || student); the student's
+    # cosines at its contrastive_temperature, the teacher's at ranking_temperature (null: the
+    # teacher's contrastive_temperature). Regressing vectors (soft_weight) does not carry a ranking
+    ranking_weight: float = 0.0
+    ranking_temperature: float | None = None
 
     def problems(self) -> Iterator[Problem]:
         # the teacher is checked by check_recipe (an empty one is the defaults', validated alone)
         if not self.temperature > 0:
             yield Problem("temperature", f"temperature must be > 0, got {self.temperature}")
-        weights = ("soft_weight", "hard_weight", "hidden_weight", "relation_weight")
+        weights = ("soft_weight", "hard_weight", "hidden_weight", "relation_weight", "ranking_weight")
         for name in weights:
             if not getattr(self, name) >= 0:
                 yield Problem(name, f"{name} must be >= 0, got {getattr(self, name)}")
         if all(getattr(self, name) == 0 for name in weights):
-            yield Problem("soft_weight", "soft_weight, hard_weight, hidden_weight and relation_weight are all 0: "
-                                         "nothing to learn; set soft_weight (the teacher's outputs) or hard_weight "
-                                         "(the labels) above 0")
+            yield Problem("soft_weight", "soft_weight, hard_weight, hidden_weight, relation_weight and ranking_weight "
+                                         "are all 0: nothing to learn; set soft_weight (the teacher's outputs) or "
+                                         "hard_weight (the labels) above 0")
+        if self.ranking_temperature is not None and not self.ranking_temperature > 0:
+            yield Problem("ranking_temperature", f"ranking_temperature must be > 0 (or null), got "
+                                                 f"{self.ranking_temperature}")
         if self.teacher_batch_size < 1:
             yield Problem("teacher_batch_size", f"teacher_batch_size must be >= 1, got {self.teacher_batch_size}")
         yield from _layer_pair_problems(self.layer_pairs)

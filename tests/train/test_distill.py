@@ -199,7 +199,8 @@ def test_distillation_problems_are_refused_before_training(clf_teacher, tmp_path
         _recipe("sentiment-reviews", out, clf_teacher, "distill.teacher=/nonexistent", "distill.soft_weight=0",
                 "distill.hard_weight=0", "distill.temperature=0", "train.data.batching=packed")
     text = str(err.value)
-    for part in ("distill.teacher '/nonexistent' is not a directory", "distill.soft_weight, hard_weight, hidden_weight and relation_weight are all 0",
+    for part in ("distill.teacher '/nonexistent' is not a directory",
+                 "distill.soft_weight, hard_weight, hidden_weight, relation_weight and ranking_weight are all 0",
                  "distill.temperature must be > 0", "batching=packed"):
         assert part in text, text
     with pytest.raises(ConfigError, match="layer_map .* names layers \\[5\\], but the model has 2"):
@@ -277,3 +278,50 @@ def test_an_embedding_teacher_is_cached_on_its_prompted_texts_by_role(tmp_path, 
     for with_prompts, without in zip(prompted, plain):
         q, *passages = without["input_ids"]
         assert with_prompts["input_ids"] == [q[:1] + query + q[1:], *(p[:1] + passage + p[1:] for p in passages)]
+
+
+def test_the_ranking_loss_is_the_kl_of_each_querys_distribution_over_the_batch():
+    from nlp.train.distill_losses import ranking_loss
+
+    torch.manual_seed(0)
+    teacher = torch.randn(4, 3, 8)  # 4 records: a query, its positive, a negative
+    assert ranking_loss(teacher.clone(), teacher, 0.05, 0.05) == pytest.approx(0.0, abs=1e-6)
+    student = torch.randn(4, 3, 8, requires_grad=True)
+    got = ranking_loss(student, teacher, 0.05, 0.02)
+    unit = [torch.nn.functional.normalize(v, dim=-1) for v in (student, teacher)]
+    s, t = (u[:, 0] @ u[:, 1:].reshape(8, 8).T / tau for u, tau in zip(unit, (0.05, 0.02)))  # 4 queries x 8 candidates
+    want = torch.nn.functional.kl_div(s.log_softmax(-1), t.log_softmax(-1), log_target=True, reduction="batchmean")
+    assert got.item() == pytest.approx(want.item(), rel=1e-5) and got.item() > 0
+    got.backward()
+    assert student.grad.abs().sum() > 0
+    assert float(ranking_loss(torch.randn(4, 1, 8), torch.randn(4, 1, 8), 0.05, 0.05)) == 0  # one text a record
+    narrow = torch.randn(4, 3, 4)  # another width: cosines compare all the same
+    assert ranking_loss(narrow, teacher, 0.05, 0.05).item() > 0
+    with pytest.raises(ValueError, match="same batch and texts"):
+        ranking_loss(torch.randn(4, 8), torch.randn(4, 8), 0.05, 0.05)
+
+
+def test_an_embedding_student_learns_its_teachers_ranking(tmp_path, monkeypatch, clf_teacher):
+    """distill.ranking_weight alone (soft_weight 0): the teacher's vectors are cached all the same
+    and the loss is the task's plus the ranking term, at any student width; a task without a
+    ranked output is refused."""
+    import nlp.train.distill as distill
+
+    teacher = _teacher("embedding", tmp_path / "emb")
+    seen = []
+    loss = distill.ranking_loss
+    monkeypatch.setattr(distill, "ranking_loss", lambda *a: seen.append(a[2:]) or loss(*a))
+    common = ["data.max_train_samples=16", "data.max_length=32", "train.eval.metric=loss", "distill.soft_weight=0",
+              "distill.ranking_weight=2", "distill.ranking_temperature=0.02"]
+    result = finetune(_recipe("embedding-idioms", tmp_path / "run", teacher, *common, steps=2))
+    assert result.status == "finished" and seen and set(seen) == {(0.05, 0.02)}
+    # cosines compare across widths: a narrower student learns the ranking (its vectors could not be regressed)
+    narrow = ["model.name=null", "model.layer_map=null", "model.preset=ernie-3.0-tiny-pico-v2-zh", "model.init=random",
+              "model.config.num_hidden_layers=1", "model.config.hidden_size=32", "model.config.num_attention_heads=2",
+              "model.config.intermediate_size=64", "model.config.vocab_size=7000"]
+    assert finetune(_recipe("embedding-idioms", tmp_path / "narrow", teacher, *common, *narrow, steps=1)).status \
+        == "finished"
+    with pytest.raises(ConfigError, match="text-classification task has no output whose ranking is learned"):
+        finetune(_recipe("sentiment-reviews", tmp_path / "clf", clf_teacher, "distill.ranking_weight=1", steps=1))
+    with pytest.raises(ConfigError, match="ranking_temperature must be > 0"):
+        _recipe("embedding-idioms", tmp_path / "bad", teacher, "distill.ranking_temperature=0")

@@ -47,6 +47,7 @@ class EmbeddingSpec(TaskSpec):
     packable = False  # the texts of an example are encoded side by side, not packed
     export_outputs = {"sentence_embedding": ("batch", "hidden")}
     distill_losses = {"sentence_embedding": "mse"}  # a vector, regressed
+    distill_ranking = "sentence_embedding"  # a query's cosines to the batch's other texts
     export_agreement = "cosine"  # an argmax of a vector means nothing
     serving = EmbeddingPredictAdapter()
     result_field = "embedding"
