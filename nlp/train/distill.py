@@ -55,7 +55,7 @@ from nlp.tasks.model_dirs import locate_model
 from nlp.tasks.model_io import feature_length
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import Tokenizer, load_tokenizer
-from nlp.train.distill_losses import RELATIONS, hidden_loss, ranking_loss, relation_loss, soft_loss, split_qkv
+from nlp.train.distill_losses import RELATIONS, hidden_loss, in_batch_ranking_kl, relation_loss, soft_loss, split_qkv
 
 __all__ = ["DistillationModel", "DistillCollator", "LayerPlan", "Ranking", "prepare_distillation", "teacher_outputs",
            "resolve_layers", "TEACHER_PREFIX", "AUGMENTED_KEY"]
@@ -327,8 +327,8 @@ class DistillationModel(nn.Module):
                                                            self.temperature, mask)
         r = self.ranking
         if r is not None and not any(k in batch for k in self.label_keys):  # retrieval records, not scored pairs
-            loss = loss + r.weight * ranking_loss(getattr(out, r.output), cached[r.output], r.student_temperature,
-                                                  r.teacher_temperature)
+            loss = loss + r.weight * in_batch_ranking_kl(getattr(out, r.output), cached[r.output],
+                                                         r.student_temperature, r.teacher_temperature)
         if self.teacher_runs:
             loss = loss + self._inner_losses(batch, taps, mask)
         out.loss = loss

@@ -11,8 +11,8 @@
   the relation kinds and averaged over the relation heads and the real query tokens. Splitting
   both models' vectors into the same number of relation heads makes the relation matrices the
   same shape (T x T) whatever the widths and attention head counts.
-- `ranking_loss`: sentence embeddings of retrieval records (query, positive[, negatives]): each
-  query's softmax over every candidate text of the batch (the positives and negatives of all its
+- `in_batch_ranking_kl`: sentence embeddings of retrieval records (query, positive[, negatives]):
+  each query's softmax over every candidate text of the batch (the positives and negatives of all its
   records) by cosine, KL(teacher || student), each model's cosines at its own temperature (as
   TAS-B's in-batch distillation of a teacher's ranking, Hofstaetter et al. 2021). Regressing the
   vectors (MSE) leaves a student near its teacher's directions but not its ranking.
@@ -28,7 +28,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-__all__ = ["soft_loss", "hidden_loss", "relation_loss", "ranking_loss", "split_qkv", "RELATIONS"]
+__all__ = ["soft_loss", "hidden_loss", "relation_loss", "in_batch_ranking_kl", "split_qkv", "RELATIONS"]
 
 _MASKED = -1e4  # a padded position's logit in a distribution over positions (soft_loss)
 _NO_KEY = -1e9  # a padded key's relation score: softmax gives it exactly 0 in float32
@@ -132,15 +132,15 @@ def relation_loss(student: dict[str, torch.Tensor], teacher: dict[str, torch.Ten
     return total
 
 
-def ranking_loss(student: torch.Tensor, teacher: torch.Tensor, student_temperature: float,
+def in_batch_ranking_kl(student: torch.Tensor, teacher: torch.Tensor, student_temperature: float,
                  teacher_temperature: float) -> torch.Tensor:
     """KL(teacher || student) of each query's distribution over the batch's candidates: `student`
     and `teacher` are (B, K, H) vectors of B records of K texts, the query first; the candidates
     are the other B * (K - 1) texts, scored by cosine / temperature (so the widths may differ).
     0 for records of one text."""
     if student.dim() != 3 or teacher.dim() != 3 or student.shape[:2] != teacher.shape[:2]:
-        raise ValueError(f"ranking_loss takes (batch, texts, width) vectors of the same batch and texts, got "
-                         f"{tuple(student.shape)} and {tuple(teacher.shape)}")
+        raise ValueError(f"in_batch_ranking_kl takes (batch, texts, width) vectors of the same batch and texts, "
+                         f"got {tuple(student.shape)} and {tuple(teacher.shape)}")
     B, K = student.shape[:2]
     if K < 2:
         return student.new_zeros(())

@@ -281,24 +281,24 @@ def test_an_embedding_teacher_is_cached_on_its_prompted_texts_by_role(tmp_path, 
 
 
 def test_the_ranking_loss_is_the_kl_of_each_querys_distribution_over_the_batch():
-    from nlp.train.distill_losses import ranking_loss
+    from nlp.train.distill_losses import in_batch_ranking_kl
 
     torch.manual_seed(0)
     teacher = torch.randn(4, 3, 8)  # 4 records: a query, its positive, a negative
-    assert ranking_loss(teacher.clone(), teacher, 0.05, 0.05) == pytest.approx(0.0, abs=1e-6)
+    assert in_batch_ranking_kl(teacher.clone(), teacher, 0.05, 0.05) == pytest.approx(0.0, abs=1e-6)
     student = torch.randn(4, 3, 8, requires_grad=True)
-    got = ranking_loss(student, teacher, 0.05, 0.02)
+    got = in_batch_ranking_kl(student, teacher, 0.05, 0.02)
     unit = [torch.nn.functional.normalize(v, dim=-1) for v in (student, teacher)]
     s, t = (u[:, 0] @ u[:, 1:].reshape(8, 8).T / tau for u, tau in zip(unit, (0.05, 0.02)))  # 4 queries x 8 candidates
     want = torch.nn.functional.kl_div(s.log_softmax(-1), t.log_softmax(-1), log_target=True, reduction="batchmean")
     assert got.item() == pytest.approx(want.item(), rel=1e-5) and got.item() > 0
     got.backward()
     assert student.grad.abs().sum() > 0
-    assert float(ranking_loss(torch.randn(4, 1, 8), torch.randn(4, 1, 8), 0.05, 0.05)) == 0  # one text a record
+    assert float(in_batch_ranking_kl(torch.randn(4, 1, 8), torch.randn(4, 1, 8), 0.05, 0.05)) == 0  # one text a record
     narrow = torch.randn(4, 3, 4)  # another width: cosines compare all the same
-    assert ranking_loss(narrow, teacher, 0.05, 0.05).item() > 0
+    assert in_batch_ranking_kl(narrow, teacher, 0.05, 0.05).item() > 0
     with pytest.raises(ValueError, match="same batch and texts"):
-        ranking_loss(torch.randn(4, 8), torch.randn(4, 8), 0.05, 0.05)
+        in_batch_ranking_kl(torch.randn(4, 8), torch.randn(4, 8), 0.05, 0.05)
 
 
 def test_an_embedding_student_learns_its_teachers_ranking(tmp_path, monkeypatch, clf_teacher):
@@ -309,8 +309,8 @@ def test_an_embedding_student_learns_its_teachers_ranking(tmp_path, monkeypatch,
 
     teacher = _teacher("embedding", tmp_path / "emb")
     seen = []
-    loss = distill.ranking_loss
-    monkeypatch.setattr(distill, "ranking_loss", lambda *a: seen.append(a[2:]) or loss(*a))
+    loss = distill.in_batch_ranking_kl
+    monkeypatch.setattr(distill, "in_batch_ranking_kl", lambda *a: seen.append(a[2:]) or loss(*a))
     common = ["data.max_train_samples=16", "data.max_length=32", "train.eval.metric=loss", "distill.soft_weight=0",
               "distill.ranking_weight=2", "distill.ranking_temperature=0.02"]
     result = finetune(_recipe("embedding-idioms", tmp_path / "run", teacher, *common, steps=2))
