@@ -245,10 +245,9 @@ class DistillationModel(nn.Module):
     """The student with its distillation losses. In training, a batch that carries the teacher's
     outputs (`teacher_*`) gets `loss` = hard_weight * the student's own loss + soft_weight * the
     soft-target losses + hidden_weight * the hidden-state losses (summed over the layer pairs) +
-    relation_weight * the relation loss + the ranking loss's weight times it (`Ranking`); rows
-    flagged as augmented (`AUGMENTED_KEY`) have no hard loss (the loss is the mean over the
-    batch's rows of each row's terms). In evaluation (no
-    teacher keys) it is the student. Attributes it does not have (config, decoding_tensors,
+    relation_weight * the relation loss + ranking_weight * the in-batch ranking loss (`Ranking`);
+    rows flagged as augmented (`AUGMENTED_KEY`) have no hard loss (the loss is the mean over the
+    batch's rows of each row's terms). In evaluation (no teacher keys) it is the student. Attributes it does not have (config, decoding_tensors,
     save_pretrained, ...) are the student's, so the Trainer exports the student alone."""
 
     def __init__(self, student: PreTrainedEncoder, targets: Mapping[str, str], *, temperature: float,

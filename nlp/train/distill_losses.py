@@ -12,10 +12,10 @@
   both models' vectors into the same number of relation heads makes the relation matrices the
   same shape (T x T) whatever the widths and attention head counts.
 - `in_batch_ranking_kl`: sentence embeddings of retrieval records (query, positive[, negatives]):
-  each query's softmax over every candidate text of the batch (the positives and negatives of all its
-  records) by cosine, KL(teacher || student), each model's cosines at its own temperature (as
-  TAS-B's in-batch distillation of a teacher's ranking, Hofstaetter et al. 2021). Regressing the
-  vectors (MSE) leaves a student near its teacher's directions but not its ranking.
+  each query's softmax over every candidate text of the batch (the positives and negatives of
+  all its records) by cosine, KL(teacher || student), each model's cosines at its own
+  temperature (as TAS-B's in-batch distillation of a teacher's ranking, Hofstaetter et al. 2021).
+  Regressing the vectors (MSE) leaves a student near its teacher's directions but not its ranking.
 
 Padding: a padded token is neither a query that is counted nor a key that takes probability.
 """
@@ -133,7 +133,7 @@ def relation_loss(student: dict[str, torch.Tensor], teacher: dict[str, torch.Ten
 
 
 def in_batch_ranking_kl(student: torch.Tensor, teacher: torch.Tensor, student_temperature: float,
-                 teacher_temperature: float) -> torch.Tensor:
+                        teacher_temperature: float) -> torch.Tensor:
     """KL(teacher || student) of each query's distribution over the batch's candidates: `student`
     and `teacher` are (B, K, H) vectors of B records of K texts, the query first; the candidates
     are the other B * (K - 1) texts, scored by cosine / temperature (so the widths may differ).
