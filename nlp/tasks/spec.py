@@ -123,10 +123,6 @@ class TaskSpec:
     # against the teacher's probabilities, per label) or "mse" (embeddings, regression).
     # {}: the task declares none, and `distill.soft_weight > 0` is refused with a message
     distill_losses: ClassVar[dict[str, str]] = {}
-    # the output whose ranking a student can learn (`distill.ranking_weight`: each query's
-    # distribution over a batch's candidates, nlp/train/distill_losses.py): (B, texts, width)
-    # vectors of records whose first text is the query. None: the task has no such output
-    distill_ranking: ClassVar[str | None] = None
     # what evaluation keeps of each batch's logits (the default `keep_logits`): "scores" (every
     # score, for metrics that need them), "argmax" (the best id per row or position), or "auto":
     # argmax where the logits' last axis is "vocab" (a correction head: vocabulary-sized scores
@@ -387,6 +383,13 @@ class TaskSpec:
                               "{output: softmax | sigmoid | mse}); set distill.soft_weight: 0 to train on the "
                               "labels and hidden states only, or declare them")
         return dict(self.distill_losses)
+
+    def distill_ranking(self, config: Any) -> tuple[str, float] | None:
+        """The output whose ranking a student can learn (`distill.ranking_weight`: each query's
+        distribution over a batch's candidates, nlp/train/distill_losses.py), (B, texts, width)
+        vectors of records whose first text is the query, and the temperature over cosines of
+        the model with this `config`. Default: None, the task has no such output."""
+        return None
 
     def teacher_features(self, features: list[dict], teacher_config: Any, tokenizer: Any) -> list[dict]:
         """The training features as the teacher sees them in distillation's one caching pass

@@ -489,16 +489,14 @@ def _ranking(d: Any, spec: TaskSpec, student: PreTrainedEncoder, teacher: PreTra
     a ranked output."""
     if not d.ranking_weight > 0:
         return None
-    if spec.distill_ranking is None:
+    ranked = spec.distill_ranking(student.config)
+    if ranked is None:
         raise ConfigError(f"distill.ranking_weight: the {spec.name} task has no output whose ranking is learned (it "
                           "applies to sentence embeddings of retrieval records); set distill.ranking_weight: 0")
-    default = 0.05  # the embedding head's default contrastive_temperature
-
-    def temperature(model: PreTrainedEncoder) -> float:
-        return float(model.config.extra.get("contrastive_temperature", default))
-
-    t = d.ranking_temperature if d.ranking_temperature is not None else temperature(teacher)
-    return Ranking(spec.distill_ranking, float(d.ranking_weight), temperature(student), float(t))
+    output, student_temperature = ranked
+    teacher_temperature = d.ranking_temperature if d.ranking_temperature is not None else \
+        spec.distill_ranking(teacher.config)[1]
+    return Ranking(output, float(d.ranking_weight), student_temperature, float(teacher_temperature))
 
 
 def _augmented_features(recipe: Any, spec: TaskSpec, examples: Any, featurize: Callable | None) -> list[dict]:

@@ -149,6 +149,6 @@ def in_batch_ranking_kl(student: torch.Tensor, teacher: torch.Tensor, student_te
         v = F.normalize(v.float(), dim=-1)
         return v[:, 0] @ v[:, 1:].reshape(B * (K - 1), -1).T / temperature
 
-    log_p = F.log_softmax(scores(student, student_temperature), dim=-1)
-    q = F.softmax(scores(teacher.detach(), teacher_temperature), dim=-1)
-    return (q * (torch.log(q.clamp_min(1e-12)) - log_p)).sum(-1).mean()
+    return F.kl_div(F.log_softmax(scores(student, student_temperature), dim=-1),
+                    F.log_softmax(scores(teacher.detach(), teacher_temperature), dim=-1),
+                    log_target=True, reduction="batchmean")

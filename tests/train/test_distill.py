@@ -235,8 +235,9 @@ def test_embeddings_distil_by_mse_at_the_teacher_width_and_refuse_another(tmp_pa
 def test_an_embedding_teacher_is_cached_on_its_prompted_texts_by_role(tmp_path, monkeypatch):
     """A teacher that declares prompts gets them in the caching pass as the pipelines give them
     (query: the "query" prompt, the other texts of a record: "passage"; a scored pair and a plain
-    text: the default one), so a cached vector is the pipeline's vector of that text in that role; the student's
-    own features keep no prompt; `distill.teacher_prompts=false` caches the plain texts."""
+    text: the default one), so a cached vector is the pipeline's vector of that text in that
+    role; the student's own features keep no prompt; `distill.teacher_prompts=false` caches the
+    plain texts."""
     import nlp.train.distill as distill
     from nlp.tasks.embedding.prompts import prompt_ids
 

@@ -12,7 +12,7 @@ from nlp.tasks.datasets import register_dataset
 from nlp.tasks.embedding.builtin import builtin_datasets
 from nlp.tasks.embedding.collate import TextGroupCollator
 from nlp.tasks.embedding.data import read_embedding
-from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+from nlp.tasks.embedding.heads import DEFAULT_TEMPERATURE, ErnieForSentenceEmbedding
 from nlp.tasks.embedding.metrics import lexical_terms, retrieval_metrics, sparse_vector, sts_metrics
 from nlp.tasks.embedding.pipeline import FeatureExtractionPipeline, SentenceSimilarityPipeline
 from nlp.tasks.embedding.prompts import PASSAGE, QUERY, Prompts, insert_prompt, prompt_ids
@@ -47,7 +47,6 @@ class EmbeddingSpec(TaskSpec):
     packable = False  # the texts of an example are encoded side by side, not packed
     export_outputs = {"sentence_embedding": ("batch", "hidden")}
     distill_losses = {"sentence_embedding": "mse"}  # a vector, regressed
-    distill_ranking = "sentence_embedding"  # a query's cosines to the batch's other texts
     export_agreement = "cosine"  # an argmax of a vector means nothing
     serving = EmbeddingPredictAdapter()
     result_field = "embedding"
@@ -55,6 +54,10 @@ class EmbeddingSpec(TaskSpec):
     reader = staticmethod(read_embedding)
     preprocess = None
     metric = staticmethod(retrieval_metrics)
+
+    def distill_ranking(self, config: Any) -> tuple[str, float]:
+        """A query's cosines to the batch's other texts, at the model's contrastive temperature."""
+        return "sentence_embedding", float(config.extra.get("contrastive_temperature", DEFAULT_TEMPERATURE))
 
     def teacher_features(self, features: list[dict], teacher_config: Any, tokenizer: Any) -> list[dict]:
         """Each text with the prompt of its role that the teacher declares (prompts.py), as the
