@@ -185,7 +185,8 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     `nlp.pipeline("word-segmentation", model="jieba", user_dict=...)`.
     With no model, a task with a default uses it (`default_model`): "sentiment-analysis" /
     "text-classification" -> e5-small-zh-sentiment, "ner" / "token-classification" ->
-    ernie-tiny-zh-ner, shipped inside the package (sha256-verified, offline).
+    ernie-tiny-zh-ner, "feature-extraction" / "sentence-similarity" / "zero-shot-classification"
+    -> e5-small-zh-embedding, shipped inside the package (sha256-verified, offline).
     """
     from nlp.tasks import get_task, list_tasks
     from nlp.tasks import build_pipeline

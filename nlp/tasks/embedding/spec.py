@@ -37,6 +37,8 @@ class EmbeddingSpec(TaskSpec):
     name = "feature-extraction"
     aliases = ("sentence-embedding", "text-embedding", "embedding")
     extra = "embedding"
+    # 6 layers of multilingual-e5-small with lexical weights, recipes/embedding-zh.yaml (its card)
+    default_model = "e5-small-zh-embedding"
     requires = {"train": ("scipy",)}  # sparse lexical scores in the retrieval metrics
     head = ErnieForSentenceEmbedding
     pipeline_class = FeatureExtractionPipeline

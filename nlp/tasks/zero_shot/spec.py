@@ -27,7 +27,7 @@ class ZeroShotSpec(EmbeddingSpec):
     pipeline_class = ZeroShotClassificationPipeline
     serving = ZeroShotAdapter()
     model_hint = ("an embedding model: a feature-extraction hub name such as multilingual-e5-small, or its "
-                  "directory; with none, this task takes feature-extraction's default model, and that task has none")
+                  "directory; with none, this task takes feature-extraction's default model")
     result_field = "labels"
     result_fields = ("labels", "scores")
     call_options = (
