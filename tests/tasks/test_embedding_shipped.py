@@ -26,7 +26,8 @@ def sim():
 
 def test_the_default_of_the_embedding_tasks_is_the_e5_student_with_lexical_weights(sim):
     defaults = nlp.tasks.registry.default_models()
-    assert [defaults[t] for t in ("feature-extraction", "sentence-similarity", "zero-shot-classification")] == [NAME] * 3
+    tasks = ("feature-extraction", "sentence-similarity", "zero-shot-classification")
+    assert [defaults[t] for t in tasks] == [NAME] * len(tasks)
     cfg = sim.model.config
     assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.vocab_size) == (6, 384, 21889)
     assert cfg.extra["lexical_weights"] and cfg.extra["lexical_bigrams"] and not cfg.extra["prompts"]
