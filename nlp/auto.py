@@ -183,10 +183,9 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     PyTorch model it came from. Other keywords go to the task's pipeline.
     A task's model-free pipelines are named by `model=` (its spec's `builtin_pipelines`):
     `nlp.pipeline("word-segmentation", model="jieba", user_dict=...)`.
-    With no model, a task with a default uses it (`default_model`): "sentiment-analysis" /
-    "text-classification" -> e5-small-zh-sentiment, "ner" / "token-classification" ->
-    ernie-tiny-zh-ner, "feature-extraction" / "sentence-similarity" / "zero-shot-classification"
-    -> e5-small-zh-embedding, shipped inside the package (sha256-verified, offline).
+    With no model, a task with a default uses it (its spec's `default_model`, a model shipped
+    inside the package: sha256-verified, offline); `nlp.tasks.registry.default_models()` lists
+    them.
     """
     from nlp.tasks import get_task, list_tasks
     from nlp.tasks import build_pipeline

@@ -247,8 +247,9 @@ class DistillationModel(nn.Module):
     soft-target losses + hidden_weight * the hidden-state losses (summed over the layer pairs) +
     relation_weight * the relation loss + ranking_weight * the in-batch ranking loss (`Ranking`);
     rows flagged as augmented (`AUGMENTED_KEY`) have no hard loss (the loss is the mean over the
-    batch's rows of each row's terms). In evaluation (no teacher keys) it is the student. Attributes it does not have (config, decoding_tensors,
-    save_pretrained, ...) are the student's, so the Trainer exports the student alone."""
+    batch's rows of each row's terms). In evaluation (no teacher keys) it is the student.
+    Attributes it does not have (config, decoding_tensors, save_pretrained, ...) are the
+    student's, so the Trainer exports the student alone."""
 
     def __init__(self, student: PreTrainedEncoder, targets: Mapping[str, str], *, temperature: float,
                  soft_weight: float, hard_weight: float, hidden_weight: float = 0.0, relation_weight: float = 0.0,
