@@ -19,15 +19,16 @@ character 1-3-grams, BM25 character 1-2-grams) on the same texts. A model that d
     python benchmarks/retrieval.py runs/multilingual-e5-small --data inews-titles --max-length 512 --windows first
 
 Retrieve then rerank (`--rerank RERANKER`, a text-ranking run, model or export directory): each
-query's `--rerank-top-k` best documents by the first stage (`--first-stage dense`: the model's
-cosine over the documents' first windows, as `sim.search` retrieves; `hybrid`: reciprocal-rank
-fusion, 1 / (60 + rank), of that and BM25) are scored again by the reranker and put first in its
-order, the rest after them in first-stage order; rows "first stage", "first stage + rerank", and
-the reranked candidates ordered by the reciprocal-rank fusion of their first-stage and reranker
-ranks (a briefly trained reranker adds its signal without overruling a strong first stage):
+query's `--rerank-top-k` best documents by the first stage are scored again by the reranker and
+put first in its order, the rest after them in first-stage order. The first stage: `search` (the
+default) is what `sim.search(query, corpus, rerank=...)` retrieves, the model's own search (its
+hybrid score where it has lexical weights, every window, "max+mean"); `dense` is its cosine over
+the documents' first windows; `hybrid` the reciprocal-rank fusion, 1 / (60 + rank), of that and
+BM25. Rows: "first stage", "first stage + rerank", and the reranked candidates ordered by the
+reciprocal-rank fusion of their first-stage and reranker ranks:
 
-    python benchmarks/retrieval.py E5_DIR --data xinhua-idioms --windows first \
-        --rerank runs/rerank-idioms --first-stage hybrid --rerank-top-k 20
+    python benchmarks/retrieval.py e5-small-zh-embedding --data xinhua-idioms \
+        --rerank runs/rerank-idioms --rerank-top-k 20
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", choices=("first", "all", "both"), default="both",
                     help="index each document's first window, all its windows, or both (two passes)")
     ap.add_argument("--rerank", help="a reranker (text-ranking run, model or export directory): retrieve, then rerank")
-    ap.add_argument("--first-stage", choices=("dense", "hybrid"), default="hybrid",
-                    help="what the reranker reorders: the model's dense ranking, or its fusion with BM25")
+    ap.add_argument("--first-stage", choices=("search", "dense", "hybrid"), default="search",
+                    help="what the reranker reorders: the model's own search (as sim.search(rerank=...)), "
+                         "its dense first-window ranking, or that fused with BM25")
     ap.add_argument("--rerank-top-k", type=int, default=20, help="documents per query the reranker scores")
     ap.add_argument("--rerank-max-length", type=int, default=None,
                     help="the reranker's tokens per pair (default: its training recipe's max_length)")
@@ -62,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-queries", type=int, default=None,
                     help="score only the first N queries (every document is still searched): a partial figure")
     args = ap.parse_args(argv)
+    if args.rerank and args.first_stage == "search" and args.windows == "first":
+        ap.error("--first-stage search reads every window of a document (as sim.search does): "
+                 "use --windows all or both, or --first-stage dense / hybrid")
 
     import nlp
     from nlp.tasks import load
@@ -80,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     name = model.name if model.name != "model" else model.parent.name
     rows = []
     dense_first = None  # the first stage of --rerank: the dense scores of the first pass
+    searched = None  # ... or the model's own search: its default scoring, every window, max+mean
     for windows in ("first", "all") if args.windows == "both" else (args.windows,):
         start = time.perf_counter()
         index = sim.index(documents, truncate=windows == "first")
@@ -97,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((f"{name} {scoring}, {label}", rank_metrics(scores, gold)))
                 if dense_first is None and scoring == "dense":
                     dense_first = (label, scores)
+                if windows == "all" and scoring == scorings[-1] and rule == "max+mean":
+                    searched = (f"{name} search ({scoring}, {label})", scores)
     from quality import _bm25_scores, _tfidf_scores
 
     bm25 = _bm25_scores(queries, documents)
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("TF-IDF char 1-3-gram", rank_metrics(_tfidf_scores(queries, documents), gold)))
         rows.append(("BM25 char 1-2-gram", rank_metrics(bm25, gold)))
     if args.rerank:
-        rows += _reranked_rows(args, name, queries, documents, gold, dense_first, bm25)
+        rows += _reranked_rows(args, name, queries, documents, gold, dense_first, searched, bm25)
     print(f"| {args.data} {args.split} ({len(queries)} queries) | recall@1 | recall@10 | MRR |")
     print("|---|---:|---:|---:|")
     for name, m in rows:
@@ -122,16 +130,17 @@ def _ranks(scores):
     return ranks
 
 
-def _reranked_rows(args, name, queries, documents, gold, dense_first, bm25) -> list:
+def _reranked_rows(args, name, queries, documents, gold, dense_first, searched, bm25) -> list:
     """The first stage and its top --rerank-top-k reordered by the reranker, as table rows."""
     import numpy as np
 
     import nlp
     from nlp.tasks.embedding.metrics import rank_metrics
 
-    label, dense = dense_first
-    first = np.asarray(dense, dtype=np.float64)
-    stage = f"{name} dense ({label})"
+    stage, first = searched if args.first_stage == "search" else dense_first
+    first = np.asarray(first, dtype=np.float64)
+    if args.first_stage != "search":
+        stage = f"{name} dense ({stage})"
     if args.first_stage == "hybrid":  # reciprocal-rank fusion with BM25 (k = 60, the usual constant)
         first = 1.0 / (60 + _ranks(first)) + 1.0 / (60 + _ranks(bm25))
         stage = f"hybrid RRF({name} dense, BM25)"

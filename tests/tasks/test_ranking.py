@@ -155,7 +155,7 @@ def test_random_negatives_are_seeded_and_interleave_with_bm25():
         assert m == expected and pos not in m and len(set(m)) == 4
 
 
-def test_embedding_mining_uses_the_models_ranking_and_interleaves_with_bm25(tmp_path):
+def test_embedding_mining_uses_the_models_ranking_and_interleaves_with_bm25_or_random(tmp_path):
     from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
     from nlp.tasks.embedding.pipeline import SentenceSimilarityPipeline
 
@@ -173,6 +173,15 @@ def test_embedding_mining_uses_the_models_ranking_and_interleaves_with_bm25(tmp_
     lexical = mine_negatives(queries, positives, count=4, corpus=CORPUS)
     assert both[0][0] == lexical[0][0] and both == mine_negatives(queries, positives, method="bm25+embedding",
                                                                   count=4, corpus=CORPUS, model=sim)
+    mixed = mine_negatives(queries, positives, method="embedding+random", count=4, corpus=CORPUS, model=sim)
+    dense = mine_negatives(queries, positives, method="embedding", count=4, corpus=CORPUS, model=sim)
+    drawn = mine_negatives(queries, positives, method="random", count=4, corpus=CORPUS)
+    for m, d, r, pos in zip(mixed, dense, drawn, positives):
+        expected = []  # the model's best, then a drawn one, and so on, duplicates skipped
+        for t in (t for pair in zip(d, r) for t in pair):
+            if t not in expected and len(expected) < 4:
+                expected.append(t)
+        assert m == expected and pos not in m and len(set(m)) == 4
     with pytest.raises(ConfigError, match="needs model="):
         mine_negatives(queries, positives, method="embedding")
 

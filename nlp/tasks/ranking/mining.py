@@ -10,11 +10,12 @@ corpus that a first-stage retriever ranks highest but that are not the positive.
   the retrieval benchmarks; "embedding": the cosine of a sentence-similarity pipeline's vectors
   (its query / passage prompts applied, passages cut to their first window);
   "bm25+embedding": the two interleaved (bm25 first), duplicates skipped; "random": passages drawn
-  uniformly; "bm25+random": BM25's and random ones interleaved. BM25's picks are not a random
-  sample of passages (they share the most characters with the query), so a reranker trained
-  against them alone can learn what sets them apart instead of matching the query, and rank
-  well inside its training groups while at chance among passages it has not met (docs/ranking.md).
-  Random negatives take that shortcut away.
+  uniformly; "bm25+random" / "embedding+random": BM25's or the embedding model's picks and random
+  ones interleaved (the latter: the candidates a reranker of that model's search will meet).
+  BM25's picks are not a random sample of passages (they share the most characters with the
+  query), so a reranker trained against them alone can learn what sets them apart instead of
+  matching the query, and rank well inside its training groups while at chance among passages
+  it has not met (docs/ranking.md). Random negatives take that shortcut away.
 - The corpus is the positives themselves unless `corpus` is given (the passages a reranker will
   meet at inference: the documents of the same split). The command mines the train split only
   and refuses the test split: negatives of scored data would leak it into training.
@@ -39,7 +40,7 @@ from nlp._extras import require
 
 __all__ = ["BM25", "mine_negatives", "METHODS", "main"]
 
-METHODS = ("bm25", "embedding", "bm25+embedding", "random", "bm25+random")
+METHODS = ("bm25", "embedding", "bm25+embedding", "random", "bm25+random", "embedding+random")
 _CHUNK = 512  # queries scored at a time: a (chunk, corpus) dense block
 
 
@@ -137,9 +138,9 @@ def mine_negatives(queries: Sequence[str], positives: Sequence[str], *, method: 
     lists: list[list[np.ndarray]] = []
     if method in ("bm25", "bm25+embedding", "bm25+random"):
         lists.append(_bm25_ranked(list(queries), corpus, depth))
-    if method in ("embedding", "bm25+embedding"):
+    if method in ("embedding", "bm25+embedding", "embedding+random"):
         lists.append(_embedding_ranked(model, list(queries), corpus, depth))
-    if method in ("random", "bm25+random"):
+    if method in ("random", "bm25+random", "embedding+random"):
         lists.append(_random_ranked(len(queries), len(corpus), depth, seed))
     out = []
     for i, positive in enumerate(positives):

@@ -54,7 +54,8 @@ class RankingSettings(TaskSettings):
     max_query_length: int = DEFAULT_MAX_QUERY_LENGTH
     # where a group's negatives come from: "data" (each record's own), or mined from the
     # split's documents: "bm25", "embedding" (needs mining_model), "bm25+embedding", "random",
-    # "bm25+random" (hard and easy ones interleaved: mining.py says why hard ones alone mislead)
+    # "bm25+random" / "embedding+random" (hard and easy ones interleaved: mining.py says why
+    # hard ones alone mislead)
     negatives: str = "data"
     mining_model: str | None = None  # a sentence-embedding model directory, for embedding mining
 

@@ -1,0 +1,90 @@
+"""benchmarks/retrieval.py's retrieve-then-rerank rows: which first stage the reranker reorders,
+and that the reranked documents come first in the reranker's own order, the rest after them in
+the first stage's. A tiny random reranker; no dataset is read."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import nlp
+from nlp.tasks.embedding.metrics import rank_metrics
+from nlp.tasks.ranking import ErnieForTextRanking
+
+from tasks._task_fixtures import save_as_fine_tuned
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
+QUERIES = ["北京的天气", "早茶", "大学招生"]
+DOCUMENTS = ["北京今天晴，气温二十度。", "广州的早茶很有名。", "南京大学今年招生一千人。", "上海明天有大雨。"]
+
+
+def _load():
+    sys.path.insert(0, str(BENCH))  # retrieval.py imports quality.py from beside it
+    try:
+        spec = importlib.util.spec_from_file_location("bench_retrieval", BENCH / "retrieval.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_retrieval"] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+retrieval = _load()
+
+
+@pytest.fixture(scope="module")
+def reranker(tmp_path_factory) -> Path:
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("bench-retrieval") / "reranker"
+    return save_as_fine_tuned(ErnieForTextRanking.from_pretrained(ASSET), out, head_std=0.5)
+
+
+def _args(reranker: Path, first_stage: str, top_k: int = 2) -> argparse.Namespace:
+    return argparse.Namespace(rerank=str(reranker), first_stage=first_stage, rerank_top_k=top_k,
+                              rerank_max_length=None, rerank_windows="first")
+
+
+def test_the_search_first_stage_is_the_models_own_search_and_its_top_k_is_reordered_by_the_reranker(reranker):
+    gold = [0, 1, 2]
+    searched = [[0.9, 0.1, 0.5, 0.2], [0.3, 0.8, 0.1, 0.7], [0.2, 0.4, 0.6, 0.1]]  # the model's search
+    dense = [[0.0, 1.0, 0.0, 0.0]] * 3  # a different ranking: must not be the one reordered
+    bm25 = np.zeros((3, 4))
+    rows = retrieval._reranked_rows(_args(reranker, "search"), "emb", QUERIES, DOCUMENTS, gold,
+                                    ("first window", dense), ("emb search (hybrid)", searched), bm25)
+    (stage, first), (reranked_name, reranked), (fused_name, _) = rows
+    assert stage == "emb search (hybrid)" and first == rank_metrics(searched, gold)
+    assert reranked_name == "emb search (hybrid) top 2 reranked by reranker" and "RRF" in fused_name
+
+    # the same figures by hand: each query's 2 best by the search, in the reranker's order, then the rest
+    rr = nlp.pipeline("text-ranking", model=str(reranker))
+    expected = []
+    for q, row in zip(QUERIES, searched):
+        order = list(np.argsort(-np.asarray(row), kind="stable"))
+        top = order[:2]
+        by_reranker = [top[r["index"]] for r in rr(q, [DOCUMENTS[j] for j in top])]
+        scores = np.zeros(4)
+        for place, j in enumerate(by_reranker + order[2:]):
+            scores[j] = 4 - place
+        expected.append(scores)
+    assert reranked == pytest.approx(rank_metrics(expected, gold))
+
+
+def test_the_dense_first_stage_is_the_first_window_cosine(reranker):
+    dense = [[0.9, 0.1, 0.5, 0.2], [0.3, 0.8, 0.1, 0.7], [0.6, 0.4, 0.2, 0.1]]
+    rows = retrieval._reranked_rows(_args(reranker, "dense", top_k=4), "emb", QUERIES, DOCUMENTS, [0, 1, 2],
+                                    ("first window", dense), ("emb search", [[0.0] * 4] * 3), np.zeros((3, 4)))
+    assert rows[0] == ("emb dense (first window)", rank_metrics(dense, [0, 1, 2]))
+
+
+def test_search_as_first_stage_needs_every_window(capsys):
+    with pytest.raises(SystemExit):
+        retrieval.main(["e5-small-zh-embedding", "--windows", "first", "--rerank", "RERANKER"])
+    assert "--first-stage search reads every window" in capsys.readouterr().err
