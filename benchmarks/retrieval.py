@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     scorings = ("dense", "lexical", "hybrid") if sim.has_lexical_weights else ("dense",)
     name = model.name if model.name != "model" else model.parent.name
     rows = []
-    dense_first = None  # the first stage of --rerank: the dense scores of the first pass
-    searched = None  # ... or the model's own search: its default scoring, every window, max+mean
+    # the first stages of --rerank, (row name, scores): the dense scores of the first pass, and
+    # the model's own search (its default scoring, every window, max+mean)
+    dense_first = searched = None
     for windows in ("first", "all") if args.windows == "both" else (args.windows,):
         start = time.perf_counter()
         index = sim.index(documents, truncate=windows == "first")
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 label = "first window" if windows == "first" else f"all windows, {rule}"
                 rows.append((f"{name} {scoring}, {label}", rank_metrics(scores, gold)))
                 if dense_first is None and scoring == "dense":
-                    dense_first = (label, scores)
+                    dense_first = (f"{name} dense ({label})", scores)
                 if windows == "all" and scoring == scorings[-1] and rule == "max+mean":
                     searched = (f"{name} search ({scoring}, {label})", scores)
     from quality import _bm25_scores, _tfidf_scores
@@ -139,8 +140,6 @@ def _reranked_rows(args, name, queries, documents, gold, dense_first, searched, 
 
     stage, first = searched if args.first_stage == "search" else dense_first
     first = np.asarray(first, dtype=np.float64)
-    if args.first_stage != "search":
-        stage = f"{name} dense ({stage})"
     if args.first_stage == "hybrid":  # reciprocal-rank fusion with BM25 (k = 60, the usual constant)
         first = 1.0 / (60 + _ranks(first)) + 1.0 / (60 + _ranks(bm25))
         stage = f"hybrid RRF({name} dense, BM25)"

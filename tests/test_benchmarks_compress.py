@@ -5,24 +5,12 @@ are computed per scored column."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from _benchmark_module import load_benchmark
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_compress", BENCH / "compress.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_compress"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-compress = _load()
+compress = load_benchmark("compress.py", "bench_compress")
 
 
 @pytest.mark.parametrize("name", sorted(compress.TASKS))

@@ -3,29 +3,12 @@ runner's reading of pipeline answers. No peer is installed or run here."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from _benchmark_module import load_benchmark
 
-
-def _load(name: str, path: Path):
-    sys.path.insert(0, str(BENCH))  # lexical.py imports _harness from beside it
-    try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
-
-
-lexical = _load("bench_lexical", BENCH / "lexical.py")
-runner = _load("bench_lexical_runner", BENCH / "peers" / "runner.py")
+lexical = load_benchmark("lexical.py", "bench_lexical")
+runner = load_benchmark("peers/runner.py", "bench_lexical_runner")
 
 
 def sentence(words, pos, entities=()):

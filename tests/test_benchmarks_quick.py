@@ -5,13 +5,14 @@ on a shared machine is noise); that each script gets through every side is."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from _benchmark_module import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
@@ -66,11 +67,7 @@ def test_the_quickest_mode_runs_from_a_fresh_checkout(script, tmp_path):
 
 
 def _compress():
-    spec = importlib.util.spec_from_file_location("bench_compress_quick", BENCH / "compress.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_compress_quick"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("compress.py", "bench_compress_quick")
 
 
 def test_compress_names_the_command_that_makes_a_missing_run_and_quick_stands_in(tmp_path):

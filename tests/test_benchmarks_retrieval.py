@@ -5,8 +5,6 @@ the first stage's. A tiny random reranker; no dataset is read."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,27 +15,14 @@ import nlp
 from nlp.tasks.embedding.metrics import rank_metrics
 from nlp.tasks.ranking import ErnieForTextRanking
 
+from _benchmark_module import load_benchmark
 from tasks._task_fixtures import save_as_fine_tuned
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 ASSET = Path(nlp.__file__).parent / "assets" / "ernie-tiny-zh"
 QUERIES = ["北京的天气", "早茶", "大学招生"]
 DOCUMENTS = ["北京今天晴，气温二十度。", "广州的早茶很有名。", "南京大学今年招生一千人。", "上海明天有大雨。"]
 
-
-def _load():
-    sys.path.insert(0, str(BENCH))  # retrieval.py imports quality.py from beside it
-    try:
-        spec = importlib.util.spec_from_file_location("bench_retrieval", BENCH / "retrieval.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_retrieval"] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
-
-
-retrieval = _load()
+retrieval = load_benchmark("retrieval.py", "bench_retrieval")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +43,7 @@ def test_the_search_first_stage_is_the_models_own_search_and_its_top_k_is_reorde
     dense = [[0.0, 1.0, 0.0, 0.0]] * 3  # a different ranking: must not be the one reordered
     bm25 = np.zeros((3, 4))
     rows = retrieval._reranked_rows(_args(reranker, "search"), "emb", QUERIES, DOCUMENTS, gold,
-                                    ("first window", dense), ("emb search (hybrid)", searched), bm25)
+                                    ("emb dense (first window)", dense), ("emb search (hybrid)", searched), bm25)
     (stage, first), (reranked_name, reranked), (fused_name, _) = rows
     assert stage == "emb search (hybrid)" and first == rank_metrics(searched, gold)
     assert reranked_name == "emb search (hybrid) top 2 reranked by reranker" and "RRF" in fused_name
@@ -80,7 +65,8 @@ def test_the_search_first_stage_is_the_models_own_search_and_its_top_k_is_reorde
 def test_the_dense_first_stage_is_the_first_window_cosine(reranker):
     dense = [[0.9, 0.1, 0.5, 0.2], [0.3, 0.8, 0.1, 0.7], [0.6, 0.4, 0.2, 0.1]]
     rows = retrieval._reranked_rows(_args(reranker, "dense", top_k=4), "emb", QUERIES, DOCUMENTS, [0, 1, 2],
-                                    ("first window", dense), ("emb search", [[0.0] * 4] * 3), np.zeros((3, 4)))
+                                    ("emb dense (first window)", dense), ("emb search", [[0.0] * 4] * 3),
+                                    np.zeros((3, 4)))
     assert rows[0] == ("emb dense (first window)", rank_metrics(dense, [0, 1, 2]))
 
 

@@ -30,7 +30,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -135,12 +134,13 @@ def mine_negatives(queries: Sequence[str], positives: Sequence[str], *, method: 
         raise DataError(f"{len(queries)} queries for {len(positives)} positives; give one positive per query")
     corpus = list(positives if corpus is None else corpus)
     depth = count + skip + 1  # room for the positive itself
+    parts = method.split("+")  # interleaved in this order: bm25, embedding, random
     lists: list[list[np.ndarray]] = []
-    if method in ("bm25", "bm25+embedding", "bm25+random"):
+    if "bm25" in parts:
         lists.append(_bm25_ranked(list(queries), corpus, depth))
-    if method in ("embedding", "bm25+embedding", "embedding+random"):
+    if "embedding" in parts:
         lists.append(_embedding_ranked(model, list(queries), corpus, depth))
-    if method in ("random", "bm25+random", "embedding+random"):
+    if "random" in parts:
         lists.append(_random_ranked(len(queries), len(corpus), depth, seed))
     out = []
     for i, positive in enumerate(positives):
