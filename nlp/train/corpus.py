@@ -211,8 +211,12 @@ class HeldOut:
         return sorted(hits, key=len, reverse=True)
 
     def clean(self, doc: str) -> str | None:
-        """`doc` with every long held-out sentence cut out; None when it is held out itself."""
-        if _SPACES.sub(" ", doc).strip() in self.whole:
+        """`doc`, its white space runs made one space as the held-out texts' are (and as
+        `write_lines` writes it), with every long held-out sentence cut out; None when it is
+        held out itself. Searched raw, a held-out sentence with a run of spaces in it would
+        never be found and would reach the corpus."""
+        doc = _SPACES.sub(" ", doc).strip()
+        if doc in self.whole:
             return None
         hits = self.found_in(doc)
         while hits:  # cutting one may join text into another: look again
