@@ -5,6 +5,7 @@ import pytest
 
 from nlp.tasks.datasets.builtin import load_builtin
 from nlp.tasks.datasets.ner_conventions import align_units, convention_lexicon, labelled_stretches, word_runs
+from nlp.tasks.ner.tags import get_entities
 
 
 def _row(pairs):
@@ -84,12 +85,7 @@ def test_zh_ner_msra_is_zh_ner_with_peoples_daily_relabelled(built):
     # a PKU abbreviation and a PKU-split organisation name, as MSRA labels them
     ents = {}
     for toks, tags in zip(dsd["test"]["tokens"], dsd["test"]["ner_tags"]):
-        text = "".join(toks)
-        for k, t in enumerate(tags):
-            if names[t].startswith("B-"):
-                end = k + 1
-                while end < len(tags) and names[tags[end]] == "I-" + names[t][2:]:
-                    end += 1
-                ents.setdefault(text[k:end], set()).add(names[t][2:])
+        for kind, start, end in get_entities([names[t] for t in tags]):
+            ents.setdefault("".join(toks[start:end + 1]), set()).add(kind)
     assert ents["十五大"] == {"ORG"} and ents["中共中央政治局"] == {"ORG"}
     assert "美" in ents and ents["美"] == {"LOC"}  # 中美 and the like: each country its own LOC

@@ -263,12 +263,16 @@ def peoples_daily_splits(path: Path) -> tuple[dict[str, list[tuple[str, list[Uni
             {"documents": {split: len(ids) for split, ids in parts.items()}, "skipped": dict(skipped)})
 
 
-def _build_peoples_daily(paths: list[Path], lexicon: dict[str, tuple[str, ...]] | None = None
-                         ) -> tuple[datasets.DatasetDict, dict]:
-    """peoples-daily-1998-ner; with `lexicon` (`ner_conventions.convention_lexicon`) each sentence
-    relabelled by it, the number of strings relabelled per split in the stats."""
+def _build_peoples_daily(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
     (path,) = paths
-    splits, info = peoples_daily_splits(path)
+    return _peoples_daily_dataset(*peoples_daily_splits(path))
+
+
+def _peoples_daily_dataset(splits: dict[str, list[tuple[str, list[Unit]]]], info: dict,
+                           lexicon: dict[str, tuple[str, ...]] | None = None) -> tuple[datasets.DatasetDict, dict]:
+    """peoples-daily-1998-ner from the corpus's parsed splits (`peoples_daily_splits`); with
+    `lexicon` (`ner_conventions.convention_lexicon`) each sentence relabelled by it, the number
+    of strings relabelled per split in the stats."""
     names = label_list(_ENTITY_TYPES.values(), "BIO")
     tag2id = {t: i for i, t in enumerate(names)}
     feats = datasets.Features({
@@ -317,10 +321,10 @@ def _build_zh_ner_msra(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
     names = msra[0]["train"].features["ner_tags"].feature.names
     rows = [(r["tokens"], [names[i] for i in r["ner_tags"]]) for r in msra[0]["train"]]
     stretches = labelled_stretches(rows)
-    splits, _ = peoples_daily_splits(pd_path)
+    splits, info = peoples_daily_splits(pd_path)
     candidates = set().union(*(word_runs(["".join(words) for words, _, _ in units], stretches)
                                for sentences in splits.values() for _, units in sentences))
-    pd98 = _build_peoples_daily([pd_path], convention_lexicon(rows, candidates))
+    pd98 = _peoples_daily_dataset(splits, info, convention_lexicon(rows, candidates))
     dsd, stats = _combine_ner({"msra": msra, "pd98": pd98})
     return dsd, {**stats, "relabelled (pd98)": pd98[1]["relabelled"]}
 
