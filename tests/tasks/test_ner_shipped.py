@@ -1,7 +1,7 @@
-"""The shipped NER default, ernie-tiny-zh-ner (since 2026-11-26: 3 layers of the 6-layer model of
-recipes/ner-zh.yaml, distilled, feed-forward halved; docs/compress.md): it loads offline by name as
-that shape, transformers reads the same weights, and its entity F1 through the pipeline on held-out
-People's Daily sentences stays where the run measured it."""
+"""The shipped NER default, ernie-tiny-zh-ner (3 layers of the 6-layer model of recipes/ner-zh.yaml,
+distilled, feed-forward halved, then one epoch on zh-ner-msra; its README): it loads offline by name
+as that shape, transformers reads the same weights, and its entity F1 through the pipeline on
+held-out MSRA and People's Daily sentences stays where `nlp evaluate` measured it."""
 
 from __future__ import annotations
 
@@ -37,14 +37,20 @@ def test_transformers_reads_the_shipped_weights(ner):
     assert torch.allclose(ours, other, atol=1e-4)
 
 
-def test_held_out_entity_f1_through_the_pipeline(ner):
-    """Raw sentences in, entities out, on 600 sentences spread over the PD-1998 test split (the
-    whole split's figure, 0.8302 by `nlp evaluate`, is in the model card and docs/compress.md)."""
+@pytest.mark.parametrize("dataset, every, floor", [
+    # every 7th of PD-1998 test's rows, first 600 (whole split: 0.8108 by `nlp evaluate`; PKU-derived
+    # labels, which leave abbreviations such as 北约 unlabelled, so below MSRA's figure)
+    ("peoples-daily-1998-ner", 7, 0.80),
+    # MSRA's whole test split (0.8279 by `nlp evaluate`; the model before scored 0.8081)
+    ("msra-ner", 1, 0.82),
+])
+def test_held_out_entity_f1_through_the_pipeline(ner, dataset, every, floor):
+    """Raw sentences in, entities out, scored against the split's own spans."""
     from nlp.tasks import load
 
-    test = load("peoples-daily-1998-ner")["test"]
+    test = load(dataset)["test"]
     names = test.features["ner_tags"].feature.names
-    rows = [test[i] for i in range(0, len(test), 7)][:600]
+    rows = [test[i] for i in range(0, len(test), every)][:600 if every > 1 else None]
     texts = ["".join(r["tokens"]) for r in rows]
     found = ner(texts)
     tp = n_pred = n_gold = 0
@@ -54,4 +60,4 @@ def test_held_out_entity_f1_through_the_pipeline(ner):
         pred = {(e["type"], e["start"], e["end"]) for e in ents}
         tp, n_pred, n_gold = tp + len(gold & pred), n_pred + len(pred), n_gold + len(gold)
     f1 = 2 * tp / (n_pred + n_gold)
-    assert n_gold > 500 and f1 > 0.80, (f1, n_gold)
+    assert n_gold > 500 and f1 > floor, (f1, n_gold)
