@@ -102,6 +102,7 @@ def test_rerank_refuses_bad_requests_in_teis_error_shape(url, body, status, matc
 def test_rerank_needs_the_token_and_is_counted_and_documented(url):
     assert _post(url, "/rerank", {"query": QUERY, "texts": ["好"]}, auth=False).status_code == 401
     assert _post(url, "/rerank", {"query": QUERY, "texts": ["好"]}).status_code == 200
+    assert _post(url, "/rerank", {"query": QUERY, "texts": ["好"] * 9}).status_code == 413  # this test's own
     metrics = httpx.get(url + "/metrics", headers=_auth(), timeout=60).text
     assert 'endpoint="/rerank",status="200"' in metrics and 'endpoint="/rerank",status="413"' in metrics
     doc = httpx.get(url + "/openapi.json", timeout=60).json()
