@@ -40,7 +40,7 @@ from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import PackingCollator, Tokenizer, load_tokenizer
 from nlp.train.evaluation import EvalPrediction, predict_loop
-from nlp.train.recipe import Recipe, recipe_to_dict
+from nlp.train.recipe import Recipe, config_contradictions, recipe_to_dict
 from nlp.train.run_dir import write_run_files
 from nlp.train.trainer import Trainer
 
@@ -323,6 +323,9 @@ def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | N
     `train` (the training split) lets the task set what the data decides (problem_type)."""
     spec = spec or get_task(recipe.task.name)
     m = recipe.model
+    contradictions = config_contradictions(spec, recipe, label_names, train)
+    if contradictions:
+        raise ConfigError("; ".join(contradictions))
     overrides = {**spec.head_config(label_names, train, recipe.task), **m.config}
     try:
         if m.init == "pretrained":

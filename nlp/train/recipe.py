@@ -407,7 +407,23 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
                       "text; per-token tags or answer offsets would no longer line up. Drop distill.augment")
     if spec is not None:
         errors += spec.check_data(recipe.data, recipe.task)  # what only this task needs (QA: doc_stride < max_length)
+        errors += config_contradictions(spec, recipe)
     return errors
+
+
+def config_contradictions(spec: Any, recipe: Recipe, label_names: list[str] | None = None,
+                          train: Any = None) -> list[str]:
+    """Config fields the task section decides (NER's `task.use_crf`) that `model.config` sets to
+    something else: refused, since either one silently winning drops what the user asked. Checked
+    when the recipe is read, and again with the data's labels when the model is built."""
+    decided = spec.head_config(label_names, train, recipe.task)
+    without_settings = spec.head_config(label_names, train)
+    config = recipe.model.config
+    return [f"model.config.{key}={config[key]!r} contradicts the task section, which makes {key}={value!r}; "
+            f"set it in one place (remove model.config.{key}) or make the two agree"
+            for key, value in decided.items()
+            if (key not in without_settings or without_settings[key] != value)
+            and key in config and config[key] != value]
 
 
 def _check_student(recipe: Recipe) -> list[str]:

@@ -178,7 +178,7 @@ def test_ner_with_a_crf_distils_the_emissions(tmp_path):
     tags = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]  # the data's order
     teacher = _teacher("token-classification", tmp_path / "ner", id2label=dict(enumerate(tags)), use_crf=True)
     out = tmp_path / "run"
-    result = finetune(_recipe("ner-peoples-daily", out, teacher, "distill.hard_weight=0.5", "model.config.use_crf=true",
+    result = finetune(_recipe("ner-peoples-daily", out, teacher, "distill.hard_weight=0.5", "task.use_crf=true",
                               steps=6))
     assert result.status == "finished" and "f1" in result.dev
     assert all(loss == loss for loss in losses(out).values())  # finite: padded tag positions are left out

@@ -42,8 +42,8 @@ def test_ner_with_crf_scores_entities_and_the_pipeline_finds_them(tmp_path):
     from nlp.tasks import build_pipeline as pipeline
 
     out = tmp_path / "run"
-    recipe = load_recipe(recipe_path("ner-peoples-daily"),
-                         [*tiny_overrides(out, steps=4), "model.config.use_crf=true"])
+    # the recipe says `task.use_crf: false`; the command line's true wins there and builds the CRF
+    recipe = load_recipe(recipe_path("ner-peoples-daily"), [*tiny_overrides(out, steps=4), "task.use_crf=true"])
     result = finetune(recipe)
     assert set(result.dev) >= {"loss", "precision", "recall", "f1"}
     config = json.loads((out / "model/config.json").read_text(encoding="utf-8"))
@@ -52,6 +52,18 @@ def test_ner_with_crf_scores_entities_and_the_pipeline_finds_them(tmp_path):
     text = "江泽民在北京会见了克林顿。"
     for ent in ner(text):  # whatever a 4-step model finds, its offsets are consistent
         assert text[ent["start"]:ent["end"]] == ent["text"]
+
+
+def test_a_crf_asked_for_in_two_places_must_agree():
+    """task.use_crf and model.config.use_crf both reach the head's config: a recipe where they
+    differ is refused when it is read, naming both, instead of one silently winning."""
+    from nlp._common import ConfigError
+
+    with pytest.raises(ConfigError, match=r"model\.config\.use_crf=False contradicts the task section, "
+                                          r"which makes use_crf=True; set it in one place"):
+        load_recipe(recipe_path("ner-zh"), ["task.use_crf=true", "model.config.use_crf=false"])
+    agreeing = load_recipe(recipe_path("ner-zh"), ["task.use_crf=true", "model.config.use_crf=true"])
+    assert agreeing.task.use_crf is True and agreeing.model.config["use_crf"] is True
 
 
 def test_packed_batching_trains_classification(tmp_path):
