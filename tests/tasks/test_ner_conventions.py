@@ -71,7 +71,7 @@ def test_holding_words_are_the_words_a_labelled_stretch_is_part_of():
     within = {"邓小平", "华", "中美"}
     words = ["邓小平理论", "访华", "中美", "华", "会议", "邓小", "一二三四五六七八九十十一十二十三十四华"]
     # 中美 and 华 are stretches themselves (word_runs offers them); 邓小 holds no whole stretch;
-    # a word longer than any labelled stretch is never looked up
+    # a word over MAX_CHARS (14) characters is never a candidate
     assert holding_words(words, within) == {"邓小平理论", "访华"}
 
 
