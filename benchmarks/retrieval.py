@@ -24,11 +24,16 @@ put first in its order, the rest after them in first-stage order. The first stag
 default) is what `sim.search(query, corpus, rerank=...)` retrieves, the model's own search (its
 hybrid score where it has lexical weights, every window, "max+mean"); `dense` is its cosine over
 the documents' first windows; `hybrid` the reciprocal-rank fusion, 1 / (60 + rank), of that and
-BM25. Rows: "first stage", "first stage + rerank", and the reranked candidates ordered by the
-reciprocal-rank fusion of their first-stage and reranker ranks:
+BM25. Rows: "first stage", "first stage + rerank", the reranked candidates ordered by the
+reciprocal-rank fusion of their first-stage and reranker ranks, and with `--rerank-weights` by
+their fused scores, z(first stage) + w * z(reranker logit) per query, a row per weight w (what
+`sim.search(..., rerank=R, rerank_weight=w)` returns; nlp/tasks/embedding/rerank.py). Choose w
+on the dev split, then run the test split with that one weight:
 
+    python benchmarks/retrieval.py e5-small-zh-embedding --data xinhua-idioms --split dev \
+        --rerank runs/rerank-idioms --rerank-top-k 20 --rerank-weights 0.3,0.5,0.7,1.0
     python benchmarks/retrieval.py e5-small-zh-embedding --data xinhua-idioms \
-        --rerank runs/rerank-idioms --rerank-top-k 20
+        --rerank runs/rerank-idioms --rerank-top-k 20 --rerank-weights 0.7
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the reranker's tokens per pair (default: its training recipe's max_length)")
     ap.add_argument("--rerank-windows", choices=("first", "all"), default="first",
                     help="the reranker reads a document's first window, or every window (its best counts)")
+    ap.add_argument("--rerank-weights", type=_weights, default=(),
+                    help="comma-separated weights w: a row per w ordering the reranked candidates by "
+                         "z(first stage) + w * z(reranker), as sim.search(rerank_weight=w) does")
     ap.add_argument("--max-queries", type=int, default=None,
                     help="score only the first N queries (every document is still searched): a partial figure")
     args = ap.parse_args(argv)
@@ -121,6 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _weights(text: str) -> tuple[float, ...]:
+    from nlp.tasks.embedding.rerank import check_rerank_weight
+
+    try:
+        return tuple(check_rerank_weight(float(w)) for w in text.split(","))
+    except ValueError:  # also ConfigError, a ValueError: the message says what is valid
+        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated numbers >= 0, such as 0.3,0.7") from None
+
+
 def _ranks(scores):
     """Each document's 1-based rank per query (ties: the lower index first)."""
     import numpy as np
@@ -137,6 +154,7 @@ def _reranked_rows(args, name, queries, documents, gold, dense_first, searched, 
 
     import nlp
     from nlp.tasks.embedding.metrics import rank_metrics
+    from nlp.tasks.embedding.rerank import fused_scores
 
     stage, first = searched if args.first_stage == "search" else dense_first
     first = np.asarray(first, dtype=np.float64)
@@ -166,6 +184,11 @@ def _reranked_rows(args, name, queries, documents, gold, dense_first, searched, 
     rerank_rank[np.arange(len(queries))[:, None], top] = _ranks(scores)
     fused = np.where(in_top, 1e6 + 1.0 / (60 + first_rank) + 1.0 / (60 + rerank_rank), final)
     rows.append((f"{stage} top {k}, RRF of it and {rr_name}'s order", rank_metrics(fused, gold)))
+    candidates = np.arange(len(queries))[:, None], top
+    for weight in args.rerank_weights:
+        fused = final.copy()
+        fused[candidates] = 1e6 + fused_scores(first[candidates], scores, weight)
+        rows.append((f"{stage} top {k}, z(first) + {weight:g} z({rr_name})", rank_metrics(fused, gold)))
     return rows
 
 

@@ -32,9 +32,9 @@ def reranker(tmp_path_factory) -> Path:
     return save_as_fine_tuned(ErnieForTextRanking.from_pretrained(ASSET), out, head_std=0.5)
 
 
-def _args(reranker: Path, first_stage: str, top_k: int = 2) -> argparse.Namespace:
+def _args(reranker: Path, first_stage: str, top_k: int = 2, weights: tuple = ()) -> argparse.Namespace:
     return argparse.Namespace(rerank=str(reranker), first_stage=first_stage, rerank_top_k=top_k,
-                              rerank_max_length=None, rerank_windows="first")
+                              rerank_max_length=None, rerank_windows="first", rerank_weights=weights)
 
 
 def test_the_search_first_stage_is_the_models_own_search_and_its_top_k_is_reordered_by_the_reranker(reranker):
@@ -60,6 +60,39 @@ def test_the_search_first_stage_is_the_models_own_search_and_its_top_k_is_reorde
             scores[j] = 4 - place
         expected.append(scores)
     assert reranked == pytest.approx(rank_metrics(expected, gold))
+
+
+def test_a_weighted_row_orders_the_top_k_by_fused_scores_as_search_does(reranker):
+    gold = [0, 1, 2]
+    searched = [[0.9, 0.1, 0.5, 0.2], [0.3, 0.8, 0.1, 0.7], [0.2, 0.4, 0.6, 0.1]]
+    rows = retrieval._reranked_rows(_args(reranker, "search", top_k=3, weights=(0.5, 2.0)), "emb", QUERIES,
+                                    DOCUMENTS, gold, ("emb dense", [[0.0] * 4] * 3), ("emb search", searched),
+                                    np.zeros((3, 4)))
+    assert [name for name, _ in rows[3:]] == ["emb search top 3, z(first) + 0.5 z(reranker)",
+                                              "emb search top 3, z(first) + 2 z(reranker)"]
+    assert rows[3][1] not in (rows[0][1], rows[1][1])  # at 0.5 neither stage's order alone: the case tells
+    rr = nlp.pipeline("text-ranking", model=str(reranker))
+    for weight, (_, figures) in zip((0.5, 2.0), rows[3:]):
+        expected = []
+        for q, row in zip(QUERIES, searched):
+            order = list(np.argsort(-np.asarray(row), kind="stable"))
+            top, rest = order[:3], order[3:]
+            logits = rr.score_pairs([(q, DOCUMENTS[j]) for j in top], truncate=True)
+            z = lambda a: (np.asarray(a) - np.mean(a)) / np.std(a)
+            fused = z([row[j] for j in top]) + weight * z(logits)
+            scores = np.zeros(4)
+            for place, j in enumerate([top[i] for i in np.argsort(-fused, kind="stable")] + rest):
+                scores[j] = 4 - place
+            expected.append(scores)
+        assert figures == pytest.approx(rank_metrics(expected, gold))
+
+
+def test_rerank_weights_must_be_numbers_at_least_zero(capsys):
+    assert retrieval._weights("0.3,1") == (0.3, 1.0)
+    for bad in ("-1", "a", "0.5,,1"):
+        with pytest.raises(SystemExit):
+            retrieval.main(["e5-small-zh-embedding", "--rerank-weights", bad])
+        assert "give comma-separated numbers >= 0" in capsys.readouterr().err
 
 
 def test_the_dense_first_stage_is_the_first_window_cosine(reranker):

@@ -276,6 +276,51 @@ def test_search_retrieves_then_reranks(reranker, tmp_path):
         sim.search("北京天气", CORPUS, top_k=2, rerank=lambda q, ps: [{"index": 0, "score": 1.0}])
 
 
+def test_search_fuses_first_stage_and_reranker_scores_when_weighted(reranker, tmp_path):
+    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
+
+    torch.manual_seed(1)
+    emb = tmp_path / "emb"
+    ErnieForSentenceEmbedding.from_pretrained(ASSET).save_pretrained(emb)
+    load_tokenizer(ASSET).save_pretrained(emb)
+    sim = nlp.pipeline("sentence-similarity", model=str(emb))
+    rr = nlp.pipeline("text-ranking", model=str(reranker))
+    first = sim.search("北京天气", CORPUS, top_k=6)
+    logits = {r["index"]: r["score"] for r in rr("北京天气", [h["text"] for h in first], raw_scores=True)}
+    z = lambda a: (np.asarray(a) - np.mean(a)) / np.std(a)
+    retrieval, given = [h["score"] for h in first], [logits[i] for i in range(6)]
+    for weight in (0.3, 1.0, 4.0):
+        expected = z(retrieval) + weight * z(given)  # the reranker's logits, not their sigmoid
+        hits = sim.search("北京天气", CORPUS, top_k=4, rerank=rr, rerank_top_k=6, rerank_weight=weight)
+        order = list(np.argsort(-expected, kind="stable")[:4])
+        assert [h["corpus_id"] for h in hits] == [first[i]["corpus_id"] for i in order]
+        assert [h["score"] for h in hits] == pytest.approx([expected[i] for i in order])
+        assert [h["rerank_score"] for h in hits] == pytest.approx([given[i] for i in order])
+        assert [h["retrieval_score"] for h in hits] == pytest.approx([retrieval[i] for i in order])
+    # weight 0: the first stage's order; a reranker that only says "shortest first" decides at a large weight
+    assert [h["corpus_id"] for h in sim.search("北京天气", CORPUS, top_k=6, rerank=rr, rerank_weight=0)] == \
+        [h["corpus_id"] for h in first]
+    shortest_first = lambda q, ps: [{"index": i, "score": -len(ps[i])} for i in np.argsort([len(p) for p in ps])]
+    fused = sim.search("北京天气", CORPUS, top_k=1, rerank=shortest_first, rerank_weight=1e6)
+    assert fused[0]["text"] == min(CORPUS, key=len)
+    for bad in (-0.5, float("nan"), True, "0.7"):
+        with pytest.raises(ConfigError, match="rerank_weight must be a finite number >= 0"):
+            sim.search("北京天气", CORPUS, rerank=rr, rerank_weight=bad)
+    with pytest.raises(ConfigError, match="rerank_weight is given without rerank"):
+        sim.search("北京天气", CORPUS, rerank_weight=0.5)
+
+
+def test_fused_scores_standardise_each_query_and_equal_scores_carry_no_order():
+    from nlp.tasks.embedding.rerank import fused_scores
+
+    fused = fused_scores([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]], [[3.0, 2.0, 1.0], [0.0, 1.0, 2.0]], 0.5)
+    assert fused[0] == pytest.approx(np.array([-1.0, 0.0, 1.0]) * np.sqrt(1.5) * 0.5)
+    assert fused[1] == pytest.approx(np.array([-1.0, 0.0, 1.0]) * np.sqrt(1.5) * 0.5)  # the first stage tied
+    assert np.isfinite(fused_scores([[2.0, 2.0]], [[1.0, 1.0]], 1.0)).all()
+    with pytest.raises(DataError, match="one of each per candidate"):
+        fused_scores([[1.0, 2.0]], [[1.0]], 1.0)
+
+
 # ------------------------------------------------------------------ export
 
 def test_exports_score_as_pytorch_does(reranker, tmp_path, capsys):

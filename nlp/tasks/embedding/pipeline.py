@@ -44,6 +44,7 @@ from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch, check_unicode
 from nlp.tasks.embedding.collate import TextGroupCollator
 from nlp.tasks.embedding.prompts import PASSAGE, QUERY, Prompts, insert_prompt, prompt_ids
+from nlp.tasks.embedding.rerank import check_rerank_weight, reranked_hits
 from nlp.tasks.embedding.metrics import (SparseVector, lexical_pair_scores, lexical_scores, lexical_terms,
                                          pooled_sparse_vector, sparse_vector, split_key)
 
@@ -319,21 +320,6 @@ class EmbeddingIndex:
         return out
 
 
-def _reranked(rerank: Any, query: str | Sequence[str], hits: list, top_k: int) -> list:
-    """`hits` (one query's, or a list of lists) ordered by `rerank`'s scores, the first `top_k`."""
-    single = isinstance(query, str)
-    queries, lists = ([query], [hits]) if single else (list(query), hits)
-    out = []
-    for q, row in zip(queries, lists):
-        ranking = rerank(q, [h["text"] for h in row]) if row else []
-        if sorted(r["index"] for r in ranking) != list(range(len(row))):
-            raise DataError(f"rerank returned {len(ranking)} entries for {len(row)} passages; it must rank every "
-                            "passage it is given ([{'index', 'score'}, ...], every index once)")
-        out.append([{**row[r["index"]], "score": float(r["score"]), "retrieval_score": row[r["index"]]["score"]}
-                    for r in ranking[:top_k]])
-    return out[0] if single else out
-
-
 def _check_windows(windows: str) -> None:
     if windows not in WINDOW_SCORES:
         raise ConfigError(f"windows={windows!r}: choose one of {', '.join(WINDOW_SCORES)} (how a long text's windows "
@@ -418,7 +404,7 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
     def search(self, query: str | Sequence[str], corpus: Sequence[str] | EmbeddingIndex | str | os.PathLike,
                top_k: int = 10, *, scoring: str | None = None, truncate: bool = False,
                stride: int | None = None, windows: str = "max+mean", rerank: Any = None,
-               rerank_top_k: int | None = None) -> Any:
+               rerank_top_k: int | None = None, rerank_weight: float | None = None) -> Any:
         """The `top_k` corpus texts closest to the query: [{"corpus_id", "score", "text"}, ...],
         best first (a list of such lists for a list of queries). `corpus`: texts, an
         `EmbeddingIndex`, or the directory of a saved one. `windows`: how a long text's windows
@@ -429,7 +415,11 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         are scored again by `rerank`, a callable (query, passages) -> [{"index", "score"}, ...]
         best first (a text-ranking pipeline: nlp.pipeline("text-ranking", model=...)), and the
         `top_k` best by its score are returned; each hit keeps its first-stage score as
-        "retrieval_score". A text below the first `rerank_top_k` is never returned."""
+        "retrieval_score". A text below the first `rerank_top_k` is never returned.
+        `rerank_weight`: order them instead by the first-stage and reranker scores fused,
+        z(retrieval) + rerank_weight * z(rerank) over each query's candidates ("score" is the
+        fused score, "rerank_score" the reranker's: a text-ranking pipeline's logit): a reranker weaker than its first stage
+        alone can still add to it (rerank.py; choose the weight on a dev split)."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ConfigError(f"top_k must be a positive int, got {top_k!r}")
         if rerank is not None:
@@ -439,11 +429,13 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
             depth = max(top_k, 20) if rerank_top_k is None else rerank_top_k
             if isinstance(depth, bool) or not isinstance(depth, int) or depth < top_k:
                 raise ConfigError(f"rerank_top_k must be an int >= top_k ({top_k}), got {rerank_top_k!r}")
+            weight = check_rerank_weight(rerank_weight)
             hits = self.search(query, corpus, depth, scoring=scoring, truncate=truncate, stride=stride,
                                windows=windows)
-            return _reranked(rerank, query, hits, top_k)
-        if rerank_top_k is not None:
-            raise ConfigError("rerank_top_k is given without rerank; pass rerank=a text-ranking pipeline")
+            return reranked_hits(rerank, query, hits, top_k, weight)
+        for name, value in (("rerank_top_k", rerank_top_k), ("rerank_weight", rerank_weight)):
+            if value is not None:
+                raise ConfigError(f"{name} is given without rerank; pass rerank=a text-ranking pipeline")
         scoring = self._scoring(scoring)
         _check_windows(windows)  # before the corpus is indexed
         if isinstance(corpus, (str, os.PathLike)):
