@@ -27,13 +27,15 @@ the documents' first windows; `hybrid` the reciprocal-rank fusion, 1 / (60 + ran
 BM25. Rows: "first stage", "first stage + rerank", the reranked candidates ordered by the
 reciprocal-rank fusion of their first-stage and reranker ranks, and with `--rerank-weights` by
 their fused scores, z(first stage) + w * z(reranker logit) per query, a row per weight w (what
-`sim.search(..., rerank=R, rerank_weight=w)` returns; nlp/tasks/embedding/rerank.py). Choose w
-on the dev split, then run the test split with that one weight:
+`sim.search(..., rerank=R, rerank_weight=w)` returns, nlp/tasks/embedding/rerank.py, with R
+reading what --rerank-windows says: a text-ranking pipeline reads every window of a long text
+unless called with truncate=True, so `--rerank-windows first` is `rerank=functools.partial(R,
+truncate=True)`). Choose w on the dev split, then run the test split with that one weight:
 
     python benchmarks/retrieval.py e5-small-zh-embedding --data xinhua-idioms --split dev \
         --rerank runs/rerank-idioms --rerank-top-k 20 --rerank-weights 0.3,0.5,0.7,1.0
     python benchmarks/retrieval.py e5-small-zh-embedding --data xinhua-idioms \
-        --rerank runs/rerank-idioms --rerank-top-k 20 --rerank-weights 0.7
+        --rerank runs/rerank-idioms --rerank-top-k 20 --rerank-weights 1.0
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ int8) against PyTorch. Tiny random models throughout."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -297,6 +298,17 @@ def test_search_fuses_first_stage_and_reranker_scores_when_weighted(reranker, tm
         assert [h["score"] for h in hits] == pytest.approx([expected[i] for i in order])
         assert [h["rerank_score"] for h in hits] == pytest.approx([given[i] for i in order])
         assert [h["retrieval_score"] for h in hits] == pytest.approx([retrieval[i] for i in order])
+    # a reranker bound to read first windows only (how benchmarks/retrieval.py scores) still gives its logits
+    long_corpus = CORPUS + ["北京" * 200 + "天气晴朗"]
+    found = sim.search("北京天气", long_corpus, top_k=7)
+    texts = [h["text"] for h in found]
+    cut = {r["index"]: r["score"] for r in rr("北京天气", texts, raw_scores=True, truncate=True)}
+    windowed = {r["index"]: r["score"] for r in rr("北京天气", texts, raw_scores=True)}
+    assert cut != pytest.approx(windowed)  # the long text scores otherwise by its first window: the case tells
+    expected = z([h["score"] for h in found]) + 0.5 * z([cut[i] for i in range(7)])
+    first_windows = functools.partial(rr, truncate=True)
+    hits = sim.search("北京天气", long_corpus, top_k=7, rerank=first_windows, rerank_weight=0.5)
+    assert [h["score"] for h in hits] == pytest.approx(sorted(expected, reverse=True))
     # weight 0: the first stage's order; a reranker that only says "shortest first" decides at a large weight
     assert [h["corpus_id"] for h in sim.search("北京天气", CORPUS, top_k=6, rerank=rr, rerank_weight=0)] == \
         [h["corpus_id"] for h in first]

@@ -418,8 +418,9 @@ class SentenceSimilarityPipeline(FeatureExtractionPipeline):
         "retrieval_score". A text below the first `rerank_top_k` is never returned.
         `rerank_weight`: order them instead by the first-stage and reranker scores fused,
         z(retrieval) + rerank_weight * z(rerank) over each query's candidates ("score" is the
-        fused score, "rerank_score" the reranker's: a text-ranking pipeline's logit): a reranker weaker than its first stage
-        alone can still add to it (rerank.py; choose the weight on a dev split)."""
+        fused score, "rerank_score" the reranker's, a text-ranking pipeline's logit): a reranker
+        weaker than its first stage alone can still add to it (rerank.py; choose the weight on a
+        dev split)."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ConfigError(f"top_k must be a positive int, got {top_k!r}")
         if rerank is not None:
