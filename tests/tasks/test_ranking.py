@@ -249,14 +249,19 @@ def test_a_long_passage_scores_as_its_best_window(reranker):
 
 # ------------------------------------------------------------------ search with a reranker
 
-def test_search_retrieves_then_reranks(reranker, tmp_path):
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    """A sentence-similarity pipeline on ernie-tiny-zh with a seeded random embedding head: the first stage."""
     from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
 
     torch.manual_seed(1)
-    emb = tmp_path / "emb"
+    emb = tmp_path_factory.mktemp("ranking") / "emb"
     ErnieForSentenceEmbedding.from_pretrained(ASSET).save_pretrained(emb)
     load_tokenizer(ASSET).save_pretrained(emb)
-    sim = nlp.pipeline("sentence-similarity", model=str(emb))
+    return nlp.pipeline("sentence-similarity", model=str(emb))
+
+
+def test_search_retrieves_then_reranks(reranker, sim):
     rr = nlp.pipeline("text-ranking", model=str(reranker))
     first = sim.search("北京天气", CORPUS, top_k=4)
     hits = sim.search("北京天气", CORPUS, top_k=2, rerank=rr, rerank_top_k=4)
@@ -277,14 +282,7 @@ def test_search_retrieves_then_reranks(reranker, tmp_path):
         sim.search("北京天气", CORPUS, top_k=2, rerank=lambda q, ps: [{"index": 0, "score": 1.0}])
 
 
-def test_search_fuses_first_stage_and_reranker_scores_when_weighted(reranker, tmp_path):
-    from nlp.tasks.embedding.heads import ErnieForSentenceEmbedding
-
-    torch.manual_seed(1)
-    emb = tmp_path / "emb"
-    ErnieForSentenceEmbedding.from_pretrained(ASSET).save_pretrained(emb)
-    load_tokenizer(ASSET).save_pretrained(emb)
-    sim = nlp.pipeline("sentence-similarity", model=str(emb))
+def test_search_fuses_first_stage_and_reranker_scores_when_weighted(reranker, sim):
     rr = nlp.pipeline("text-ranking", model=str(reranker))
     first = sim.search("北京天气", CORPUS, top_k=6)
     logits = {r["index"]: r["score"] for r in rr("北京天气", [h["text"] for h in first], raw_scores=True)}
