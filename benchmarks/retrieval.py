@@ -168,25 +168,25 @@ def _reranked_rows(args, name, queries, documents, gold, dense_first, searched, 
     rr = nlp.pipeline("text-ranking", model=args.rerank, batch_size=32, **options)
     k = min(args.rerank_top_k, len(documents))
     top = np.argsort(-first, axis=1, kind="stable")[:, :k]  # (Q, k)
+    candidates = np.arange(len(queries))[:, None], top  # indexes each query's k candidates in a (Q, N) array
     start = time.perf_counter()
     pairs = [(q, documents[j]) for q, row in zip(queries, top) for j in row]
     scores = np.asarray(rr.score_pairs(pairs, truncate=args.rerank_windows == "first")).reshape(len(queries), k)
     print(f"# reranked {len(pairs)} pairs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     final = first - first.max() - 1.0  # below every reranked document, in first-stage order
     # reranked documents above the rest, in the reranker's order
-    final[np.arange(len(queries))[:, None], top] = 1e6 + scores
+    final[candidates] = 1e6 + scores
     rr_name = Path(args.rerank).name if Path(args.rerank).name != "model" else Path(args.rerank).parent.name
     rows.append((f"{stage} top {k} reranked by {rr_name}", rank_metrics(final, gold)))
     # the reranker's order fused with the first stage's (RRF over the k candidates): a reranker
     # trained briefly adds its signal without overruling a strong first stage
     in_top = np.zeros_like(first, dtype=bool)
-    in_top[np.arange(len(queries))[:, None], top] = True
+    in_top[candidates] = True
     first_rank = _ranks(first)
     rerank_rank = np.full(first.shape, len(documents), dtype=np.int64)
-    rerank_rank[np.arange(len(queries))[:, None], top] = _ranks(scores)
+    rerank_rank[candidates] = _ranks(scores)
     fused = np.where(in_top, 1e6 + 1.0 / (60 + first_rank) + 1.0 / (60 + rerank_rank), final)
     rows.append((f"{stage} top {k}, RRF of it and {rr_name}'s order", rank_metrics(fused, gold)))
-    candidates = np.arange(len(queries))[:, None], top
     for weight in args.rerank_weights:
         fused = final.copy()
         fused[candidates] = 1e6 + fused_scores(first[candidates], scores, weight)
