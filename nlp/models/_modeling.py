@@ -195,6 +195,22 @@ class PreTrainedEncoder(nn.Module):
     def _encoder_backbone(self) -> "PreTrainedEncoder":
         return getattr(self, "backbone", self)
 
+    def grow_token_types(self, n: int) -> None:
+        """Give the model `n` token type ids if it has fewer. The new rows start as copies of row
+        0, so a new id computes what id 0 did until training moves it: a model learning a
+        gazetteer's ids (nlp/tokenizer/gazetteer.py) starts from where it was."""
+        embeddings = self._encoder_backbone().embeddings
+        old = embeddings.token_type
+        have, width = old.weight.shape
+        if n <= have:
+            return
+        grown = nn.Embedding(n, width, device=old.weight.device, dtype=old.weight.dtype)
+        with torch.no_grad():
+            grown.weight[:have] = old.weight
+            grown.weight[have:] = old.weight[0]
+        embeddings.token_type = grown
+        self.config.type_vocab_size = self._encoder_backbone().config.type_vocab_size = n
+
     def gradient_checkpointing_enable(self) -> None:
         """Recompute each encoder layer in backward (use_reentrant=False) to save memory."""
         self._encoder_backbone().gradient_checkpointing = True

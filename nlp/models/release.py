@@ -28,7 +28,8 @@ __all__ = ["TOKENIZER_FILES", "WEIGHT_FORMATS", "WeightStorage", "weight_storage
            "write_release_copy", "file_digests"]
 
 # the files a tokenizer directory may hold (WordPiece and jieba+BPE hybrid alike)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+                   "gazetteer.tsv.gz")
 
 
 # How a release copy stores its weights: fp16 (transformers reads it), or int8 rows with a scale

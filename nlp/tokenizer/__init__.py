@@ -10,6 +10,7 @@ Both tokenizers share one base class and transformers' BertTokenizerFast call si
 # ---- tokenizers (owned by the tokenizer helper) ----
 from nlp.tokenizer._load import TOKENIZER_CLASSES, load_tokenizer
 from nlp.tokenizer.base import BatchEncoding, Tokenizer
+from nlp.tokenizer.gazetteer import Gazetteer
 from nlp.tokenizer.hybrid import HybridTokenizer
 from nlp.tokenizer.segmenter import JiebaSegmenter
 from nlp.tokenizer.training import train_hybrid_tokenizer, train_wordpiece_tokenizer
@@ -19,6 +20,7 @@ from nlp.tokenizer.unigram import UnigramTokenizer, build_unigram_backend
 __all__ = [
     "Tokenizer",
     "BatchEncoding",
+    "Gazetteer",
     "WordPieceTokenizer",
     "HybridTokenizer",
     "UnigramTokenizer",

@@ -8,6 +8,7 @@ from typing import Any
 from nlp._common import UnknownNameError, did_you_mean
 from nlp.tokenizer._files import check_dir, read_json
 from nlp.tokenizer.base import Tokenizer
+from nlp.tokenizer.gazetteer import Gazetteer
 from nlp.tokenizer.hybrid import HybridTokenizer
 from nlp.tokenizer.unigram import UnigramTokenizer
 from nlp.tokenizer.wordpiece import WordPieceTokenizer
@@ -33,17 +34,23 @@ def load_tokenizer(directory: str | Path, **overrides: Any) -> Tokenizer:
 
     The class comes from tokenizer_config.json's "tokenizer_class"; without one, a tokenizer.json
     with a unigram model is XLM-R's, and a directory with vocab.txt or a WordPiece tokenizer.json
-    is WordPiece (ERNIE/BERT).
+    is WordPiece (ERNIE/BERT). A `gazetteer` entry attaches the gazetteer.tsv.gz beside them
+    (nlp/tokenizer/gazetteer.py).
     """
     path = check_dir(directory)
-    name = read_json(path / "tokenizer_config.json").get("tokenizer_class")
+    config = read_json(path / "tokenizer_config.json")
+    name = config.get("tokenizer_class")
     if name is None and (read_json(path / "tokenizer.json").get("model") or {}).get("type") == "Unigram":
-        return UnigramTokenizer.from_pretrained(path, **overrides)
-    if name is None:
-        return WordPieceTokenizer.from_pretrained(path, **overrides)
-    if name not in TOKENIZER_CLASSES:
+        tokenizer: Tokenizer = UnigramTokenizer.from_pretrained(path, **overrides)
+    elif name is None:
+        tokenizer = WordPieceTokenizer.from_pretrained(path, **overrides)
+    elif name not in TOKENIZER_CLASSES:
         raise UnknownNameError(
             f"tokenizer_class {name!r} in {path / 'tokenizer_config.json'} is not supported; "
             f"known: {sorted(TOKENIZER_CLASSES)}.{did_you_mean(name, TOKENIZER_CLASSES)}"
         )
-    return TOKENIZER_CLASSES[name].from_pretrained(path, **overrides)
+    else:
+        tokenizer = TOKENIZER_CLASSES[name].from_pretrained(path, **overrides)
+    if config.get("gazetteer") is not None:
+        tokenizer.gazetteer = Gazetteer.load(path, config["gazetteer"])
+    return tokenizer

@@ -20,6 +20,7 @@ import tokenizers
 
 from nlp._common import ConfigError, DataError, atomic_write
 from nlp.tokenizer._files import write_json, write_vocab
+from nlp.tokenizer.gazetteer import Gazetteer
 
 __all__ = ["Tokenizer", "BatchEncoding", "SPECIAL_TOKEN_NAMES"]
 
@@ -146,6 +147,8 @@ class Tokenizer:
 
     tokenizer_class: ClassVar[str] = "Tokenizer"
     model_input_names = ("input_ids", "token_type_ids", "attention_mask")
+    # typed words whose matches become token type ids (nlp/tokenizer/gazetteer.py); None: plain ids
+    gazetteer: Gazetteer | None = None
 
     def __init__(
         self,
@@ -253,6 +256,8 @@ class Tokenizer:
         config = {"tokenizer_class": self.tokenizer_class, **self._config_fields(), **self.special_tokens_map}
         if self.model_max_length < VERY_LARGE_INTEGER:
             config["model_max_length"] = self.model_max_length
+        if self.gazetteer is not None:
+            config["gazetteer"] = self.gazetteer.save(path)
         write_json(path / "tokenizer_config.json", config)
         return path
 
@@ -305,6 +310,31 @@ class Tokenizer:
         unspaced_words: bool = False,
     ) -> tuple[list[tokenizers.Encoding], Callable[[tokenizers.Encoding, int], list] | None]:
         raise NotImplementedError
+
+    def _gazetteer_type_ids(self, rows: list[tokenizers.Encoding], row_sample: list[int], firsts: list[Any],
+                            is_split_into_words: bool, map_offsets: Callable | None) -> list[list[int]]:
+        """Each token's gazetteer id: that of the character its span starts at, in the text (a
+        sample's words joined without spaces, as character-level tasks cut running text); 0 for
+        special tokens."""
+        assert self.gazetteer is not None
+        per_sample: dict[int, tuple[list[int], list[int]]] = {}
+        out = []
+        for r, enc in enumerate(rows):
+            i = row_sample[r]
+            if i not in per_sample:
+                words = firsts[i] if is_split_into_words else [firsts[i]]
+                starts = [0]
+                for w in words:
+                    starts.append(starts[-1] + len(w))
+                per_sample[i] = (self.gazetteer.type_ids("".join(words)), starts)
+            ids, starts = per_sample[i]
+            offsets = map_offsets(enc, i) if map_offsets is not None else enc.offsets
+            row = []
+            for w, (a, b) in zip(enc.word_ids, offsets):
+                at = None if w is None or b <= a else starts[w if is_split_into_words else 0] + a
+                row.append(ids[at] if at is not None and at < len(ids) else 0)
+            out.append(row)
+        return out
 
     def _after_encode(self, encodings: list[tokenizers.Encoding], ids: list[list[int]] | None) -> None:
         """Hook for statistics (the hybrid counts [UNK]); `ids`, when given, are each encoding's
@@ -374,6 +404,12 @@ class Tokenizer:
         self._after_encode(encodings, None if return_overflowing_tokens else data["input_ids"])
         if return_token_type_ids:
             data["token_type_ids"] = [e.type_ids for e in rows]
+            if self.gazetteer is not None:
+                if seconds is not None:
+                    raise ConfigError("this tokenizer carries a gazetteer, whose word types are its token "
+                                      "type ids: it takes single texts, not pairs")
+                data["token_type_ids"] = self._gazetteer_type_ids(rows, row_sample, firsts, is_split_into_words,
+                                                                  map_offsets)
         if return_attention_mask:
             data["attention_mask"] = [e.attention_mask for e in rows]
         if return_special_tokens_mask:

@@ -73,6 +73,32 @@ def test_cached_rows_are_the_tokenizers_rows(tokenizer):
         assert not marked & {i for f in plain.features for i in f["input_ids"]}
 
 
+def test_cached_rows_carry_the_gazetteer_ids_the_tokenizer_gives(tokenizer):
+    """With a gazetteer on the tokenizer, rows from cached characters carry each character's
+    gazetteer id as its tokens' type id, exactly as the tokenizer's rows (windows included)."""
+    import copy
+
+    from nlp.tokenizer import Gazetteer
+
+    tok = copy.copy(tokenizer)
+    tok.gazetteer = Gazetteer({"北京大学": "ORG", "北京": "LOC", "张三": "PER", "李": "PER", "長長長": "WORD"})
+    texts = [visible_characters(t)[1] for t in TEXTS]
+    plain = CharacterRows.of(tok, texts, max_length=24, stride=6)
+    cached = CharacterRows.of(tok, texts, max_length=24, stride=6, cache=TokenCache(tok))
+    assert _by_text(cached) == _by_text(plain)
+    (features, word_ids), = _by_text(cached)[0]
+    ids = tok.gazetteer.type_ids("".join(texts[0]))
+    assert features["token_type_ids"] == [0 if w < 0 else ids[w] for w in word_ids]
+    # types LOC ORG PER WORD: 张三 PER B, E; 北京大学 ORG B, I, E; 李 PER S
+    assert {9, 11, 5, 6, 7, 12} == set(features["token_type_ids"]) - {0}
+    # 長 x 40 in windows: each window carries its characters' ids in the whole text (WORD B, I,
+    # then E: each later 長 ends a 長長長), not ids of the window's text alone
+    windows = _by_text(plain)[len(TEXTS) - 1]
+    assert len(windows) > 1 and tok.gazetteer.type_ids("長" * 40) == [13, 14] + [15] * 38
+    assert all(f["token_type_ids"] == [0 if w < 0 else (13, 14)[w] if w < 2 else 15 for w in wids]
+               for f, wids in windows)
+
+
 def test_the_cache_is_bounded(tokenizer, monkeypatch):
     monkeypatch.setattr(char_windows, "CACHE_LIMIT", 5)
     cache = TokenCache(tokenizer)

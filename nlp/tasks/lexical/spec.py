@@ -40,6 +40,7 @@ from nlp.tasks.lexical.tags import POS_TAGS, char_tags, lexical_labels, words_fr
 from nlp.tasks.ner.preprocess import preprocess_ner
 from nlp.tasks.ner.spec import TokenClassificationSpec
 from nlp.tasks.spec import TaskSettings
+from nlp.tokenizer.gazetteer import gazetteer_name_problem
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
@@ -59,8 +60,13 @@ class LexicalAnalysisSettings(TaskSettings):
     # wordhood, nlp/tasks/lexical/lexicon.py), which the pipelines decode with; 0: no lexicon.
     # 12 is the best on the dev split for the shipped model (docs/lexical.md, "The word lexicon")
     lexicon_weight: float = 12.0
+    # typed words whose matches become the tokens' type ids, as NER's task.gazetteer
+    gazetteer: str | None = None
 
     def problems(self) -> Iterator[Problem]:
+        problem = gazetteer_name_problem(self.gazetteer)
+        if problem:
+            yield Problem("gazetteer", problem)
         if not 0 <= self.lexicon_weight < float("inf"):
             yield Problem("lexicon_weight", f"lexicon_weight must be a number >= 0, got {self.lexicon_weight}")
 

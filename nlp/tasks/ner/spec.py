@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import torch
 
 from nlp._extras import LazyModule
+from nlp._settings import Problem
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
 from nlp.tasks.ner.pipeline import TokenClassificationPipeline
 from nlp.tasks.ner.crf import crf_scores
@@ -19,6 +20,7 @@ from nlp.tasks.ner.preprocess import preprocess_ner
 from nlp.tasks.ner.tags import get_entities
 from nlp.tasks.ner.serving import TokenClassificationAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
+from nlp.tokenizer.gazetteer import gazetteer_name_problem
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
 
@@ -37,6 +39,18 @@ class TokenClassificationSettings(TaskSettings):
     # a CRF layer over the tags (Viterbi decoding); None: as the model's config says
     # (model.config.use_crf, false for a new head)
     use_crf: bool | None = None
+    # typed words (names) whose matches in the text become the tokens' type ids, a feature the
+    # model learns (nlp/tokenizer/gazetteer.py): `jieba` (its dictionary, PER/LOC/ORG/WORD) or a
+    # file of word<TAB>TYPE lines; saved with the model's tokenizer. None: as the model has it
+    gazetteer: str | None = None
+    # add the training split's entities (2+ characters) to the gazetteer as types of their own;
+    # each training row sees only the other folds' entities (nlp/tasks/ner/gazetteer.py says why)
+    gazetteer_train_entities: bool = False
+
+    def problems(self) -> Iterator[Problem]:
+        problem = gazetteer_name_problem(self.gazetteer)
+        if problem:
+            yield Problem("gazetteer", problem)
 
 
 class TokenClassificationSpec(TaskSpec):
