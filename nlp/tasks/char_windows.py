@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nlp.tokenizer import Gazetteer, Tokenizer
+from nlp.tokenizer import Tokenizer
 
 __all__ = ["CACHE_LIMIT", "CharacterRows", "TokenCache", "Window"]
 
@@ -79,7 +79,7 @@ class CharacterRows:
                 if any(i is None for i in ids) or sum(map(len, ids)) + template.specials > max_length:
                     slow.append(k)
                 else:
-                    rows._add_cached(k, chars, ids, template, tokenizer.gazetteer)
+                    rows._add_cached(k, ids, template, tokenizer.char_type_ids("".join(chars)))
         if slow:
             rows._add_tokenized(tokenizer, [texts[k] for k in slow], slow, max_length, stride)
         return rows
@@ -88,16 +88,14 @@ class CharacterRows:
         """Each row's Window: what the pipeline reads off the row's logits."""
         return [Window.of(word_ids) for word_ids in self.word_ids]
 
-    def _add_cached(self, k: int, chars: list[str], ids: list[list[int]], template: _Template,
-                    gazetteer: Gazetteer | None) -> None:
+    def _add_cached(self, k: int, ids: list[list[int]], template: _Template, char_types: list[int] | None) -> None:
         tokens = [t for piece in ids for t in piece]
         words = np.repeat(np.arange(len(ids), dtype=np.int64), [len(piece) for piece in ids])
         n = template.specials + len(tokens)
-        if gazetteer is None:
+        if char_types is None:
             types = [template.type_id] * n
         else:  # as the tokenizer gives them: each token its character's id, special tokens 0
-            per_char = gazetteer.type_ids("".join(chars))
-            types = [0] * len(template.prefix) + [per_char[w] for w in words.tolist()] + [0] * len(template.suffix)
+            types = [0] * len(template.prefix) + [char_types[w] for w in words.tolist()] + [0] * len(template.suffix)
         self.features.append({"input_ids": template.prefix + tokens + template.suffix,
                               "token_type_ids": types, "attention_mask": [1] * n})
         self.text.append(k)

@@ -31,7 +31,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -253,6 +253,15 @@ class TaskSpec:
         """The records of the train split that training uses, by the recipe's task section
         (classification's few_shot: k per class); default: all of them."""
         return ds
+
+    def prepare_tokenizer(self, tokenizer: Any, train: Any, label_names: Sequence[str] | None,
+                          settings: Any = None) -> Iterator[tuple[range, Any]] | None:
+        """Put on the tokenizer what the recipe's task section adds to the model's inputs (it is
+        saved with the model; NER's and lexical analysis' gazetteer), before the model is built.
+        Returns None when the training split is featurized with that tokenizer, or (lazily) the
+        training rows in groups, each with the tokenizer its rows are featurized with (NER's
+        training entities: each fold sees the other folds' only). Default: nothing, None."""
+        return None
 
     def prepare_model(self, model: Any, features: Sequence[dict], collate: Callable[[list], dict],
                       settings: Any = None, *, tokenizer: Any = None, data: Any = None,

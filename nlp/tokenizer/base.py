@@ -311,6 +311,17 @@ class Tokenizer:
     ) -> tuple[list[tokenizers.Encoding], Callable[[tokenizers.Encoding, int], list] | None]:
         raise NotImplementedError
 
+    @property
+    def num_token_types(self) -> int | None:
+        """The token type ids a model needs for this tokenizer's single texts when they are more
+        than a pair's two (a gazetteer's); None otherwise."""
+        return None if self.gazetteer is None else self.gazetteer.num_type_ids
+
+    def char_type_ids(self, text: str) -> list[int] | None:
+        """The token type id of each character of a single text, which its tokens take (the
+        gazetteer's: nlp/tokenizer/gazetteer.py); None when every token of a single text has 0."""
+        return None if self.gazetteer is None else self.gazetteer.type_ids(text)
+
     def _gazetteer_type_ids(self, rows: list[tokenizers.Encoding], row_sample: list[int], firsts: list[Any],
                             is_split_into_words: bool, map_offsets: Callable | None) -> list[list[int]]:
         """Each token's gazetteer id: that of the character its span starts at, in the text (a

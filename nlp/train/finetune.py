@@ -21,7 +21,6 @@ saved tokenizer, so token ids never change under a resumed model.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import shutil
@@ -37,10 +36,9 @@ from accelerate.utils import set_seed
 from nlp._common import ConfigError, DataError, NlpError, atomic_write
 from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config, select_layers
 from nlp.tasks.model_dirs import find_model_dir, task_of_model  # re-exported: nlp predict / evaluate
-from nlp.tasks.ner.gazetteer import FOLDS, TRAIN_TYPE_PREFIX, EntityGazetteers
 from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
-from nlp.tokenizer import Gazetteer, PackingCollator, Tokenizer, load_tokenizer
+from nlp.tokenizer import PackingCollator, Tokenizer, load_tokenizer
 from nlp.train.evaluation import EvalPrediction, predict_loop
 from nlp.train.recipe import Recipe, config_contradictions, recipe_to_dict
 from nlp.train.run_dir import write_run_files
@@ -311,48 +309,6 @@ def _build_tokenizer(recipe: Recipe, train_ds: Any, loaders: Loaders, run_dir: P
     return tok
 
 
-def _attach_gazetteer(recipe: Recipe, spec: TaskSpec, tokenizer: Tokenizer, train: Any,
-                      label_names: list[str] | None) -> EntityGazetteers | None:
-    """Put the recipe's gazetteer (`task.gazetteer`, and the training entities with
-    `task.gazetteer_train_entities`) on the tokenizer, which is saved with it, so every later use
-    of the model computes the same token type ids. A tokenizer that already carries another one
-    (a model trained with it) is refused: its token type rows mean that one's words. Returns the
-    training entities' fold gazetteers, which the training rows are featurized with."""
-    settings = spec.task_settings(recipe.task)
-    name, entities = getattr(settings, "gazetteer", None), getattr(settings, "gazetteer_train_entities", False)
-    if name is None and not entities:
-        if tokenizer.gazetteer is not None and any(t.startswith(TRAIN_TYPE_PREFIX) for t in tokenizer.gazetteer.types):
-            logger.warning("the model's gazetteer holds the entities of the data it was trained on (%s* types): "
-                           "training on that data again, every row finds its own entities there; to have each "
-                           "row see only the other folds' entities, repeat the task section's gazetteer and "
-                           "gazetteer_train_entities: true", TRAIN_TYPE_PREFIX)
-        return None
-    base = Gazetteer.named(name) if name is not None else None
-    folds = EntityGazetteers(base, train["tokens"], train[spec.label_column], label_names or []) if entities else None
-    gazetteer = folds.full if folds is not None else base
-    if tokenizer.gazetteer is not None and tokenizer.gazetteer != gazetteer:
-        raise ConfigError(f"the task section's gazetteer ({gazetteer!r}) differs from the one "
-                          f"{recipe.tokenizer.name or recipe.model.name} was trained with "
-                          f"({tokenizer.gazetteer!r}); drop task.gazetteer to keep that one, or start "
-                          "from a model trained without one")
-    tokenizer.gazetteer = gazetteer
-    return folds
-
-
-def _featurize_by_fold(recipe: Recipe, train: Any, tokenizer: Tokenizer, label_names: list[str] | None,
-                       folds: EntityGazetteers, spec: TaskSpec) -> list[dict]:
-    """The training rows' features, fold f's rows with fold f's gazetteer (the other folds'
-    entities: nlp/tasks/ner/gazetteer.py)."""
-    out: list[dict] = []
-    for f in range(FOLDS):
-        rows = train.select(range(f, len(train), FOLDS))
-        if len(rows):
-            seen = copy.copy(tokenizer)
-            seen.gazetteer = folds.fold(f)
-            out += featurize(recipe, rows, seen, label_names, spec=spec)
-    return out
-
-
 def _process_state(recipe: Recipe) -> Any:
     """accelerate's process group, set up as the Trainer's Accelerator will want it: created
     before the Trainer with other settings, a launched CPU run would stay one process."""
@@ -388,8 +344,8 @@ def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | N
         if isinstance(err, NlpError):
             raise ConfigError(f"model: {err}") from None
         raise ConfigError(f"model.config: {err}") from None
-    if tokenizer.gazetteer is not None:  # its ids are token type ids: one row each
-        model.grow_token_types(tokenizer.gazetteer.num_type_ids)
+    if tokenizer.num_token_types is not None:  # more token type ids than a pair's (a gazetteer's)
+        model.grow_token_types(tokenizer.num_token_types)
     if tokenizer.vocab_size > model.config.vocab_size:
         raise ConfigError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's "
                           f"vocab_size is {model.config.vocab_size}; set model.config.vocab_size or "
@@ -475,7 +431,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
         raise ConfigError(f"train.eval.metric={settings.eval.metric!r} needs a labelled dev split; "
                           "set data.dev_split or train.eval.metric: loss")
     tokenizer = _build_tokenizer(recipe, data.splits["train"], loaders, run_dir, spec=spec)
-    entity_folds = _attach_gazetteer(recipe, spec, tokenizer, data.splits["train"], data.label_names)
+    train_groups = spec.prepare_tokenizer(tokenizer, data.splits["train"], data.label_names, settings=recipe.task)
     if recipe.data.max_length > tokenizer.model_max_length:
         # Fine-tuned on longer inputs than its tokenizer says (ernie-tiny-zh was pretrained on 128
         # tokens): the run's tokenizer records the length the model now works at, or its
@@ -486,10 +442,10 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
     set_seed(settings.seed)
     model = build_model(recipe, tokenizer, data.label_names, loaders, data.splits["train"], spec=spec)
     features = {role: featurize(recipe, ds, tokenizer, data.label_names, spec=spec) for role, ds in data.splits.items()
-                if not (role == "train" and entity_folds is not None)}
-    if entity_folds is not None:
-        features["train"] = _featurize_by_fold(recipe, data.splits["train"], tokenizer, data.label_names,
-                                               entity_folds, spec)
+                if not (role == "train" and train_groups is not None)}
+    if train_groups is not None:  # groups of training rows, each featurized with its own tokenizer
+        features["train"] = [f for rows, tok in train_groups
+                             for f in featurize(recipe, data.splits["train"].select(rows), tok, data.label_names, spec=spec)]
     pad = tokenizer.pad_token_id
     eval_collate = spec.collator(tokenizer)
     spec.prepare_model(model, features["train"], eval_collate, recipe.task, tokenizer=tokenizer, data=recipe.data,

@@ -50,27 +50,40 @@ def test_entities_are_counted_per_fold_and_typed_by_their_most_frequent_type():
     assert EntityGazetteers(None, tokens, tags, LABELS).types == ("train-LOC", "train-ORG", "train-PER")
 
 
-def test_training_rows_are_featurized_with_their_folds_gazetteer(monkeypatch):
-    """finetune's fold featurization: every row once, fold f's rows with fold f's gazetteer."""
-    from nlp.train import finetune as finetune_module
+def test_the_tokenizer_gets_every_entity_and_each_fold_of_rows_the_others_entities(tmp_path, caplog):
+    """prepare_gazetteer (TokenClassificationSpec.prepare_tokenizer): the tokenizer carries the full
+    gazetteer; the training rows come back fold by fold (every row once), each fold with a copy of
+    the tokenizer whose gazetteer is that fold's; a model's own different gazetteer is refused."""
+    import copy
+    from types import SimpleNamespace
+
+    import pytest
+
+    from nlp._common import ConfigError
+    from nlp.tasks.ner.gazetteer import prepare_gazetteer
 
     tokens, tags = [r[0] for r in ROWS], [r[1] for r in ROWS]
     train = datasets.Dataset.from_dict({"tokens": tokens, "ner_tags": tags})
     folds = EntityGazetteers(None, tokens, tags, LABELS)
-    seen = []
-
-    def featurize(recipe, rows, tokenizer, label_names, *, spec):
-        seen.append((list(rows["tokens"]), tokenizer.gazetteer))
-        return [{"row": "".join(t)} for t in rows["tokens"]]
-
-    monkeypatch.setattr(finetune_module, "featurize", featurize)
 
     class Tok:
-        gazetteer = folds.full
+        gazetteer = None
 
-    out = finetune_module._featurize_by_fold(None, train, Tok(), LABELS, folds, spec=None)
-    assert sorted(f["row"] for f in out) == sorted("".join(t) for t in tokens)
-    for rows, gazetteer in seen:
-        f = ["".join(t) for t in tokens].index("".join(rows[0]))
-        assert gazetteer == folds.fold(f % FOLDS)
-    assert seen[0][0] == [tokens[0], tokens[5]] and "张三" not in seen[0][1].words
+    tok = Tok()
+    settings = SimpleNamespace(gazetteer=None, gazetteer_train_entities=True)
+    groups = list(prepare_gazetteer(tok, train, LABELS, settings, "ner_tags"))
+    assert tok.gazetteer == folds.full
+    assert sorted(i for rows, _ in groups for i in rows) == list(range(len(ROWS)))
+    for f, (rows, seen) in enumerate(groups):
+        assert list(rows) == list(range(f, len(ROWS), FOLDS)) and seen.gazetteer == folds.fold(f)
+    assert list(groups[0][0]) == [0, 5] and "张三" not in groups[0][1].gazetteer.words
+    # no settings: nothing to do; a model trained with training entities says what that means
+    assert prepare_gazetteer(tok, train, LABELS, SimpleNamespace(gazetteer=None), "ner_tags") is None
+    assert "holds the entities of the data it was trained on" in caplog.text
+    names = tmp_path / "names.tsv"
+    names.write_text("北京\tLOC\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="differs from the one the model was trained with"):
+        prepare_gazetteer(copy.copy(tok), train, LABELS, SimpleNamespace(gazetteer=str(names)), "ner_tags")
+    plain = Tok()
+    assert prepare_gazetteer(plain, train, LABELS, SimpleNamespace(gazetteer=str(names)), "ner_tags") is None
+    assert plain.gazetteer == Gazetteer.read(names)

@@ -19,13 +19,19 @@ cost MSRA test F1 against jieba's dictionary alone; with them they add to it.
 
 from __future__ import annotations
 
+import copy
+import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from nlp._common import ConfigError
 from nlp.tasks.ner.tags import get_entities
 from nlp.tokenizer.gazetteer import MAX_WORD_LENGTH, Gazetteer
 
-__all__ = ["FOLDS", "TRAIN_TYPE_PREFIX", "EntityGazetteers", "entity_counts_by_fold"]
+__all__ = ["FOLDS", "TRAIN_TYPE_PREFIX", "EntityGazetteers", "entity_counts_by_fold", "prepare_gazetteer"]
+
+logger = logging.getLogger(__name__)
 
 FOLDS = 5
 TRAIN_TYPE_PREFIX = "train-"
@@ -74,3 +80,37 @@ class EntityGazetteers:
         words = dict(self.base.words) if self.base is not None else {}
         words.update({w: TRAIN_TYPE_PREFIX + t for w, (_, t) in best.items()})
         return Gazetteer(words, self.types, max_word_length=self.max_word_length)
+
+
+def prepare_gazetteer(tokenizer: Any, train: Any, label_names: Sequence[str] | None, settings: Any,
+                      label_column: str) -> Iterator[tuple[range, Any]] | None:
+    """A recipe's `task.gazetteer` (and, for NER, `task.gazetteer_train_entities`) put on the
+    tokenizer, which is saved with it, so every later use of the model computes the same token
+    type ids (TaskSpec.prepare_tokenizer). A tokenizer that already carries another one (a model
+    trained with it) is refused: its token type rows mean that one's words. With the training
+    entities, returns the training rows fold by fold, each fold with a copy of the tokenizer whose
+    gazetteer holds the other folds' entities (built as the folds are featurized, one at a time)."""
+    name, entities = getattr(settings, "gazetteer", None), getattr(settings, "gazetteer_train_entities", False)
+    if name is None and not entities:
+        if tokenizer.gazetteer is not None and any(t.startswith(TRAIN_TYPE_PREFIX) for t in tokenizer.gazetteer.types):
+            logger.warning("the model's gazetteer holds the entities of the data it was trained on (%s* types): "
+                           "training on that data again, every row finds its own entities there; to have each "
+                           "row see only the other folds' entities, repeat the task section's gazetteer and "
+                           "gazetteer_train_entities: true", TRAIN_TYPE_PREFIX)
+        return None
+    base = Gazetteer.named(name) if name is not None else None
+    folds = EntityGazetteers(base, train["tokens"], train[label_column], label_names or []) if entities else None
+    gazetteer = folds.full if folds is not None else base
+    if tokenizer.gazetteer is not None and tokenizer.gazetteer != gazetteer:
+        raise ConfigError(f"the task section's gazetteer ({gazetteer!r}) differs from the one the model was "
+                          f"trained with ({tokenizer.gazetteer!r}); drop task.gazetteer to keep that one, or "
+                          "start from a model trained without one")
+    tokenizer.gazetteer = gazetteer
+    return None if folds is None else _fold_tokenizers(tokenizer, folds, len(train))
+
+
+def _fold_tokenizers(tokenizer: Any, folds: EntityGazetteers, rows: int) -> Iterator[tuple[range, Any]]:
+    for f in range(FOLDS):
+        seen = copy.copy(tokenizer)
+        seen.gazetteer = folds.fold(f)
+        yield range(f, rows, FOLDS), seen

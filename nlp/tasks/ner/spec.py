@@ -11,6 +11,7 @@ import torch
 from nlp._extras import LazyModule
 from nlp._settings import Problem
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
+from nlp.tasks.ner.gazetteer import prepare_gazetteer
 from nlp.tasks.ner.pipeline import TokenClassificationPipeline
 from nlp.tasks.ner.crf import crf_scores
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
@@ -102,6 +103,10 @@ class TokenClassificationSpec(TaskSpec):
         settings = self.task_settings(settings)
         return preprocess_ner(columns, tokenizer, max_length=data.max_length, label_names=label_names,
                               label_all_tokens=settings.label_all_tokens, long_sentences=settings.long_sentences)
+
+    def prepare_tokenizer(self, tokenizer: Any, train: Any, label_names: Sequence[str] | None,
+                          settings: Any = None) -> Iterator[tuple[range, Any]] | None:
+        return prepare_gazetteer(tokenizer, train, label_names, self.task_settings(settings), self.label_column)
 
     def head_config(self, label_names: list[str] | None, train: Any = None, settings: Any = None) -> dict[str, Any]:
         out = super().head_config(label_names, train)
