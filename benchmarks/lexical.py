@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="--speed: our sides time the model's forward passes alone (tokens/s bound)")
     ap.add_argument("--speed-sentences", type=int, default=2000)
     ap.add_argument("--batch-size", type=int, default=32, help="ours: texts per forward call")
-    ap.add_argument("--precision", default="auto", help="ours on PyTorch: auto or fp32")
+    ap.add_argument("--precision", default="auto", help="ours on PyTorch: auto, fp32, int8, or default (no precision=, as nlp.pipeline(task) is called); TASK@PRECISION sets one side")
     ap.add_argument("--limit", type=int, default=None, help="score the first N sentences only (a smoke run)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args(argv)

@@ -35,8 +35,9 @@ __all__ = [
 ]
 
 # The precisions a PyTorch model runs inference in (nlp.models.precision resolves "auto"): the
-# `precision=` of pipelines, `nlp predict --precision`, `nlp serve --precision`
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# `precision=` of pipelines, `nlp predict --precision`, `nlp serve --precision`, `nlp evaluate
+# --precision`; "int8" (CPU): the encoder's linear layers in int8 (nlp.models.int8_linear)
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 
 
 class NlpError(Exception):

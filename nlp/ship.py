@@ -35,6 +35,7 @@ from nlp import hub
 from nlp._common import ConfigError, temporary_sibling
 from nlp.hub.builtin_cards import builtin_card, write_card_block
 from nlp.hub.registry import find_card
+from nlp.models.precision import DECLARABLE_PRECISIONS, DECLARED_PRECISION_KEY
 from nlp.models.release import WEIGHT_FORMATS, file_digests, write_release_copy
 from nlp.tasks.model_dirs import find_model_dir
 from nlp.tasks.registry import get_task, task_of_architecture
@@ -125,17 +126,21 @@ def read_finetuned_run(path: str | Path) -> FinetunedRun:
 
 def write_release(run: FinetunedRun, dst: str | Path, *, name: str, license: str,
                   base_description: str = "", data_source: str = "", weights: str = "fp16",
-                  how_made: str = "") -> None:
+                  how_made: str = "", inference_precision: str | None = None) -> None:
     """Write the release folder: fp16 (or int8-row, `weights="int8"`) weights, config.json (label
-    names included), the tokenizer files and README.md (`model_card_markdown`)."""
+    names included; the declared `inference_precision`, if any), the tokenizer files and README.md
+    (`model_card_markdown`)."""
     spec = get_task(run.task)
     model = spec.head.from_pretrained(run.model_dir)
+    model.config.extra.pop(DECLARED_PRECISION_KEY, None)
+    if inference_precision is not None:
+        model.config.extra[DECLARED_PRECISION_KEY] = inference_precision
     write_release_copy(model, run.model_dir, dst, weights=weights)
     spec.copy_model_files(run.model_dir, dst)  # the task's own files (a lexical model's word lexicon)
     params = sum(p.numel() for p in model.parameters())
     text = model_card_markdown(run, name=name, license=license, parameters=params,
                                base_description=base_description, data_source=data_source, weights=weights,
-                               how_made=how_made)
+                               how_made=how_made, inference_precision=inference_precision)
     (Path(dst) / "README.md").write_text(text, encoding="utf-8")
 
 
@@ -163,7 +168,7 @@ _WEIGHTS_TEXT = {
 
 def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameters: int,
                         base_description: str = "", data_source: str = "", weights: str = "fp16",
-                        how_made: str = "") -> str:
+                        how_made: str = "", inference_precision: str | None = None) -> str:
     """The README.md of a shipped task model: what it is, its base model, data, recipe, dev/test
     figures (read from the run's results.json), use, licence, and how it was made (`how_made`,
     Markdown: the steps before the run, such as the pruning that made its base model, are put
@@ -198,6 +203,8 @@ def model_card_markdown(run: FinetunedRun, *, name: str, license: str, parameter
         f"| training | {summary.get('steps', '?')} steps, best {summary.get('metric', '?')} at step "
         f"{summary.get('best_step', '?')}, status {run.results.get('status', '?')} |",
         f"| licence | {license} |",
+        *([f"| inference | {inference_precision} by default on the CPU (config.json `{DECLARED_PRECISION_KEY}`; "
+           f"`precision=\"fp32\"` for fp32) |"] if inference_precision else []),
         "",
         "## Results",
         "",
@@ -287,18 +294,24 @@ def _origin(base: str | None, base_card: Any, how_made: str | None) -> str:
 
 def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None = None,
          assets_dir: str | os.PathLike | None = None, cards_file: str | os.PathLike | None = None,
-         package: str = "nlp", weights: str = "fp16", how_made: str = "") -> ShipResult:
+         package: str = "nlp", weights: str = "fp16", how_made: str = "",
+         inference_precision: str | None = None) -> ShipResult:
     """Write `assets_dir/<name>/` (default: nlp/assets) from a finished fine-tuning run and put its
     card into `cards_file` (default: nlp/hub/cards.yaml) with a `builtin` source (`package`,
     path `<assets_dir name>/<name>`, relative to the package's folder). The card is also
     registered in this process. `license` defaults to the base model's card licence. `weights`:
     "fp16", or "int8" (2-D weights as int8 rows with a scale each; nlp/models/_int8_weights.py).
-    `how_made`: Markdown for the model card's "How it was made" (what made the run's base model)."""
+    `how_made`: Markdown for the model card's "How it was made" (what made the run's base model).
+    `inference_precision`: "int8" (or "fp32") written into config.json as the precision pipelines
+    and servers run the model in by default (nlp.models.precision): declare int8 only after its
+    figures in int8 were measured (`nlp evaluate RUN --data D --precision int8`) and put in `how_made`."""
     import nlp
     from nlp.tasks.datasets import BUILTIN
 
     if weights not in WEIGHT_FORMATS:
         raise ConfigError(f"weights={weights!r}; valid: {', '.join(WEIGHT_FORMATS)}")
+    if inference_precision not in (None, *DECLARABLE_PRECISIONS):
+        raise ConfigError(f"inference_precision={inference_precision!r}; valid: {', '.join(DECLARABLE_PRECISIONS)}")
     run = read_finetuned_run(run_or_model_dir)
     base = run.base_model
     _check_name(name, base)
@@ -319,7 +332,8 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
     try:
         write_release(run, stage, name=name, license=license, weights=weights,
                       base_description=base_card.description if base_card is not None else "",
-                      data_source=dataset.source if dataset is not None else "", how_made=how_made)
+                      data_source=dataset.source if dataset is not None else "", how_made=how_made,
+                      inference_precision=inference_precision)
         for f in stage.iterdir():
             os.chmod(f, 0o644)
         digests = file_digests(stage)

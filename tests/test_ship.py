@@ -210,6 +210,39 @@ def test_int8_weights_halve_the_file_and_load_as_fp32(runs, package):
              package=pkg, weights="int4")
 
 
+def test_a_declared_inference_precision_is_what_the_model_runs_in_until_fine_tuned(runs, package, tmp_path, capsys):
+    """`--inference-precision int8`: config.json declares it, the card says so; pipelines and `nlp
+    evaluate` run the model in int8 unless told otherwise; fine-tuning from it drops the claim."""
+    import json
+
+    from nlp.cli import main
+    from nlp.models.int8_linear import int8_available
+    from nlp.recipes import recipe_path
+    from nlp.train.finetune import finetune
+    from nlp.train.recipe import load_recipe
+
+    pkg, root = package
+    run = runs["token-classification"]
+    r = ship(run, "ernie-tiny-zh-ner", license="mit", assets_dir=root / "assets", cards_file=root / "cards.yaml",
+             package=pkg, inference_precision="int8")
+    assert json.loads((r.folder / "config.json").read_text())["inference_precision"] == "int8"
+    assert "| inference | int8 by default on the CPU" in (r.folder / "README.md").read_text(encoding="utf-8")
+    if int8_available():
+        assert nlp.pipeline("ner", model=str(r.folder)).backend.precision == "int8"
+        assert nlp.pipeline("ner", model=str(r.folder), precision="fp32").backend.precision == "fp32"
+        for flags, ran in (([], "int8"), (["--precision", "fp32"], "fp32")):
+            assert main(["evaluate", str(r.folder), "--data", "peoples-daily-1998-ner", "--split", "dev",
+                         "--max-samples", "8", *flags]) == 0
+            assert json.loads(capsys.readouterr().out.splitlines()[-1])["inference_precision"] == ran
+    overrides = [o for o in tiny_overrides(tmp_path / "further", steps=1)
+                 if not o.startswith(("model.", "tokenizer."))] + [f"model.name={r.folder}"]
+    finetune(load_recipe(recipe_path("ner-peoples-daily"), overrides))
+    assert "inference_precision" not in json.loads((tmp_path / "further" / "model" / "config.json").read_text())
+    with pytest.raises(ConfigError, match="inference_precision='bf16'; valid: fp32, int8"):
+        ship(run, "ernie-tiny-zh-ner", license="mit", assets_dir=root / "assets", cards_file=root / "cards.yaml",
+             package=pkg, inference_precision="bf16")
+
+
 def test_a_corrupted_shipped_file_fails_verification(runs, package):
     _, root = package
     _ship(runs["token-classification"], "ernie-tiny-zh-ner", package)

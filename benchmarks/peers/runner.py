@@ -17,7 +17,8 @@ thulac with POS, pkuseg's default model (segmentation: its postag model download
 use), jiagu seg + pos + ner. `ours:TASK[=MODEL][@PRECISION]` is any `nlp.pipeline` task (and
 model: a hub name, directory or export directory), PyTorch models in PRECISION (default
 --precision: auto, `nlp.pipeline(..., precision="auto")`: bf16 weights where the CPU has native
-bf16; or fp32; a checkout from before that keyword runs under bf16 autocast). --bare (ours, with
+bf16, else the precision the model declares; or fp32, int8; or default: no precision= at all, as
+`nlp.pipeline(task)` is called; a checkout from before that keyword runs under bf16 autocast). --bare (ours, with
 --speed) times the forward passes alone, the texts tokenized before the clock starts.
 
 Threads: --threads N caps every pool a tool may use (OMP/MKL/OpenBLAS env vars set before the
@@ -137,6 +138,7 @@ def _ours(threads: int, options: dict):
     spec, _, precision = options["spec"].partition("@")  # TASK[=MODEL][@PRECISION]
     task, _, model = spec.partition("=")
     precision = precision or options["precision"]
+    precision = None if precision == "default" else precision  # as users call it: no precision= at all
     kwargs, tokenizer = {}, None
     spec = get_task(task)
     builtin = model in (getattr(spec, "builtin_pipelines", None) or {})  # e.g. word-segmentation=jieba
@@ -259,7 +261,7 @@ def main(argv=None) -> int:
     ap.add_argument("--speed", action="store_true", help="time one pass instead of tagging")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=32, help="ours: texts per forward call")
-    ap.add_argument("--precision", default="auto", help="ours, PyTorch models: auto (bf16 where fast) or fp32")
+    ap.add_argument("--precision", default="auto", help="ours, PyTorch models: auto (bf16 where fast, else what the model declares), fp32, int8, or default (no precision=)")
     ap.add_argument("--bare", action="store_true", help="ours, --speed: time the model's forward passes alone")
     args = ap.parse_args(argv)
     _cap_threads(args.threads)

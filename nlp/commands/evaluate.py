@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from nlp._common import PRECISIONS
 from nlp.commands._task_options import given_options, with_task_options
 
 EPILOG = """examples:
@@ -15,6 +16,7 @@ EPILOG = """examples:
   nlp evaluate runs/cmrc --data cmrc2018_dev.json --max-length 384 --doc-stride 128
   nlp evaluate export/sentiment-int8 --data reviews-zh --split test   # an export dir, on onnxruntime
   nlp evaluate e5-small-zh-sentiment --data reviews-zh --split test   # a hub name: the package's default
+  nlp evaluate ernie-tiny-zh-ner --data msra-ner --precision fp32      # not in the int8 it declares
 
 --data is a split name of the run's own data (test, dev: from its recipe.yaml, which an export
 directory keeps), a dataset name (`nlp data ls`) or a file in the task's format (classification:
@@ -40,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=None,
                    help="default: the run's evaluation batch size, else 64")
     p.add_argument("--max-samples", type=int, default=None, help="score only the first N examples")
+    p.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="a PyTorch model's, as `nlp predict --precision` (default: the precision its config "
+                        "declares, as pipelines and `nlp serve` run it, else fp32); the output's \"inference_precision\" "
+                        "says which ran")
     p.set_defaults(func=run)
 
 
@@ -52,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     backend = OnnxBackend(model) if is_export_dir(model) else None
     scores = evaluate_dir(model, args.data, split=args.split, task=args.task, max_length=args.max_length,
                           options=given_options(args),
-                          batch_size=args.batch_size, max_samples=args.max_samples, backend=backend)
+                          batch_size=args.batch_size, max_samples=args.max_samples, backend=backend,
+                          precision=args.precision)
     if model != args.model:  # a hub name: say it, not the path of its snapshot in the cache
         scores["model"] = args.model
     print(json.dumps(scores, ensure_ascii=False))

@@ -187,7 +187,8 @@ def _ship(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as err:
             raise ConfigError(f"--how-made {args.how_made!r}: cannot read it as UTF-8 text ({err})") from None
     r = ship(args.run, args.name, license=args.license, assets_dir=args.assets_dir,
-             cards_file=args.cards_file, package=args.package, weights=args.weights, how_made=how_made)
+             cards_file=args.cards_file, package=args.package, weights=args.weights, how_made=how_made,
+             inference_precision=args.inference_precision)
     for name, f in r.files.items():
         print(f"  {name:<26} {_human(f['size']):>9}  sha256 {f['sha256']}")
     print(f"shipped {r.name}: {r.folder} ({_human(r.total_bytes)}), card in {r.cards_file} "
@@ -259,4 +260,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--how-made", default=None, metavar="FILE",
                    help="a Markdown file for the model card's 'How it was made': the steps that made the run's "
                         "base model (pruning, distillation), put before the fine-tuning and ship commands")
+    p.add_argument("--inference-precision", choices=("int8", "fp32"), default=None,
+                   help="the precision pipelines and `nlp serve` run the model in by default on the CPU, written "
+                        "into its config.json: int8 (the encoder's linear layers) once its int8 figures were measured "
+                        "(`nlp evaluate RUN --data D --precision int8`; put them in --how-made)")
     p.set_defaults(func=_ship)

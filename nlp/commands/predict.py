@@ -43,9 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--encoding", default="utf-8", help="the input file's text encoding (e.g. gbk; default utf-8)")
     p.add_argument("--precision", choices=PRECISIONS, default=None,
-                   help="a PyTorch model's: fp32 (its default), auto (faster: bf16 on a CPU with AVX512-BF16 or "
-                        "AMX and on Ampere+ GPUs, else fp32), bf16, fp16 (GPU); an export runs in the precision it "
-                        "was made in")
+                   help="a PyTorch model's (default: the precision its config declares, else fp32): auto (faster: "
+                        "bf16 on a CPU with AVX512-BF16 or AMX and on Ampere+ GPUs, else the declared one or fp32), "
+                        "fp32, bf16, fp16 (GPU), int8 (CPU: the encoder's linear layers in int8); an export runs in "
+                        "the precision it was made in")
     p.add_argument("--format", choices=("jsonl", "training"), default="jsonl",
                    help="jsonl (default): a JSON object per line; training: the task's training-file lines "
                         "(lexical-analysis, pos-tagging: word/POS), e.g. a teacher's labels for a student")

@@ -63,8 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="serve no page at / (the playground) and /docs (the API docs): the JSON API only")
     p.add_argument("--task", default=None, help="the task, when the model's config does not say")
     p.add_argument("--precision", default=d.precision, choices=PRECISIONS,
-                   help="PyTorch models: auto (bf16 where the CPU or GPU runs it natively, else fp32), "
-                        "fp32, bf16, fp16 (CUDA)")
+                   help="PyTorch models: auto (bf16 where the CPU or GPU runs it natively, else the precision "
+                        "the model declares, else fp32), fp32, bf16, fp16 (CUDA), int8 (CPU: the encoder's linear "
+                        "layers in int8)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: cuda when available)")
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout,
                    help=f"seconds SIGTERM waits for requests in flight (default {d.drain_timeout:g}); what has not "

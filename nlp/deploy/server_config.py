@@ -15,7 +15,7 @@ class ServeConfig:
 
     model: str                       # a run, model or export directory
     task: str | None = None          # default: what the model's config says
-    precision: str = "auto"          # auto | fp32 | bf16 | fp16 (PyTorch models; nlp/models/precision.py)
+    precision: str = "auto"          # auto | fp32 | bf16 | fp16 | int8 (PyTorch models; nlp/models/precision.py)
     device: str | None = None        # default: cuda when available, else cpu
     host: str = "127.0.0.1"          # loopback only unless asked: there is no TLS here
     port: int = 8000

@@ -195,9 +195,12 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     if is_export_dir(model_dir):
         return _load_export(model_dir, spec, precision, device, max_length)
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    chosen = resolve_precision(precision, device)
+    resolve_precision(precision, device)  # a precision the device cannot run: refused before loading
     max_length = max_length or trained_max_length(model_dir)
-    pipe = spec.pipeline_class(model_dir, device=device, max_length=max_length, precision=chosen)
+    # resolved by the backend, which reads the precision the model declares ("auto" on a CPU
+    # without fast bf16: int8 for a model shipped so; nlp.models.precision)
+    pipe = spec.pipeline_class(model_dir, device=device, max_length=max_length, precision=precision)
+    chosen = pipe.backend.precision
     pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_sequence_length)
     bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
     logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)

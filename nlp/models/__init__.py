@@ -10,7 +10,7 @@ from .dropout import Dropout
 from .ernie import ErnieForMaskedLM, ErnieModel
 from .presets import PRESETS, preset_config
 from .hardware import cpu_bf16_flags, cpu_has_fast_bf16
-from .precision import PRECISION_DTYPES, precision_of, resolve_precision
+from .precision import PRECISION_DTYPES, declared_precision, precision_of, prepare_for_inference, resolve_precision
 from ._linear import ONEDNN_SERVING_CACHE_ENTRIES, limit_onednn_cache
 from .fast_paths import bucket_gemm_rows
 from ._pdparams import UnsafePickleError, load_pdparams
@@ -31,7 +31,9 @@ __all__ = [
     "cpu_bf16_flags",
     "cpu_has_fast_bf16",
     "PRECISION_DTYPES",
+    "declared_precision",
     "precision_of",
+    "prepare_for_inference",
     "resolve_precision",
     "limit_onednn_cache",
     "ONEDNN_SERVING_CACHE_ENTRIES",

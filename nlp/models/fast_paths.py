@@ -25,6 +25,8 @@ Two implementations share that interface:
   - off by default, for servers (`bucket_gemm_rows`): inference GEMMs at bucketed row counts
     (`gemm_row_bucket`), zero rows added and cut off again, so that a server's mix of batch
     shapes compiles a bounded set of oneDNN kernels.
+  Both run a linear layer through its packed int8 copy where one was made (precision "int8",
+  nlp.models.int8_linear) and applies.
   Each applies only where it is valid (device, dtype, autograd, autocast: checked per call, as
   those change between calls); elsewhere FastOps runs what TorchOps runs, with nlp.models.dropout's
   masks. Results agree with TorchOps to float rounding; dropout masks differ (another generator
@@ -53,6 +55,7 @@ from torch import nn
 
 from . import _linear
 from .dropout import dropout, residual_dropout
+from .int8_linear import int8_linear
 
 __all__ = ["FAST_PATHS_ENV", "FastOps", "Rows", "TorchOps", "bucket_gemm_rows", "gemm_row_bucket", "select_ops"]
 
@@ -78,6 +81,8 @@ class TorchOps:
     """Plain PyTorch: the reference every fast path is tested against."""
 
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        if (y := int8_linear(x, weight)) is not None:  # precision "int8": the weight's packed copy
+            return y
         return F.linear(x, weight, bias)
 
     def linear_act(self, x: torch.Tensor, layer: nn.Linear, act: Activation) -> torch.Tensor:
@@ -132,6 +137,8 @@ class FastOps(TorchOps):
         return torch.cat([flat, flat.new_zeros(target - rows, flat.shape[1])]), rows
 
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        if (y := int8_linear(x, weight)) is not None:  # precision "int8" (no per-shape kernels to bucket)
+            return y
         if (padded := self._bucketed(x)) is not None:
             return self.linear(padded[0], weight, bias)[:padded[1]].view(*x.shape[:-1], weight.shape[0])
         if self.onednn_linear:
@@ -147,6 +154,8 @@ class FastOps(TorchOps):
         not on autocast's list)."""
         if torch.compiler.is_exporting():  # plain ATen ops for torch.export (ONNX)
             return super().linear_act(x, layer, act)
+        if (y := int8_linear(x, layer.weight)) is not None:
+            return act(y)
         if (padded := self._bucketed(x)) is not None:
             return self.linear_act(padded[0], layer, act)[:padded[1]].view(*x.shape[:-1], layer.out_features)
         weight, bias = layer.weight, layer.bias
@@ -170,6 +179,8 @@ class FastOps(TorchOps):
         bf16 activations with fp32 weights."""
         if torch.compiler.is_exporting():  # plain ATen ops for torch.export (ONNX)
             return super().residual_linear(h, layer, residual, p)
+        if p == 0.0 and (y := int8_linear(h, layer.weight)) is not None:
+            return y.add_(residual)
         if (padded := self._bucketed(h)) is not None:
             rest = self._bucketed(residual)
             assert rest is not None  # the same rows as h

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from nlp.models import PRECISION_DTYPES, ErnieConfig, PreTrainedEncoder, precision_of, resolve_precision
+from nlp.models import ErnieConfig, PreTrainedEncoder, prepare_for_inference
 
 __all__ = ["Backend", "TorchBackend", "BackendModule", "torch_device"]
 
@@ -52,9 +52,11 @@ def torch_device(device: Any) -> torch.device:
 class TorchBackend:
     """A PyTorch head model (in eval mode, on `device`) as a backend.
 
-    `precision`: None keeps the model's own dtype; "fp32", "bf16", "fp16" or "auto" (what is fast
-    on the device: nlp.models.precision) casts its weights to that dtype, in place, as
-    `model.to(device)` moves them. Outputs are float32 whatever the precision."""
+    `precision`: None runs the model in the precision its config declares (on a device that runs
+    it), else in its own dtype; "fp32", "bf16", "fp16" cast its weights to that dtype, in place,
+    as `model.to(device)` moves them; "int8" (CPU) packs int8 copies of the encoder's linear
+    layers; "auto" is what is fast on the device (nlp.models.precision). Outputs are float32
+    whatever the precision."""
 
     name = "torch"
 
@@ -62,12 +64,11 @@ class TorchBackend:
         if not isinstance(model, PreTrainedEncoder):
             raise TypeError(f"TorchBackend takes a model of nlp (a PreTrainedEncoder), got {type(model).__name__}")
         self.device = torch_device(device)
-        dtype = None if precision is None else PRECISION_DTYPES[resolve_precision(precision, self.device)]
         # copied before the cast: decoding outside the network keeps the scores as trained
         self.decoding = {k: t.detach().float().cpu().numpy() for k, t in model.decoding_tensors().items()}
-        self.model = model.to(device=self.device, dtype=dtype).eval()
+        self.model = model.eval()
+        self.precision = prepare_for_inference(model, self.device, precision)
         self.config = model.config
-        self.precision = precision_of(next(model.parameters()).dtype)
 
     @torch.inference_mode()
     def __call__(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nlp._common import ConfigError
+from nlp.models import prepare_for_inference
 from nlp.tasks.backend import Backend, BackendModule
 from nlp.tasks.model_dirs import locate_model
 from nlp.tasks.spec import TaskSettings, TaskSpec
@@ -78,6 +79,7 @@ class ScoringSplit:
     data: str
     split: str
     batch_size: int
+    precision: str  # what the network runs in (nlp.models.precision)
 
     def featurize(self, examples: Any) -> list[dict]:
         """Features of other examples of this split (a subset), as the split's were made."""
@@ -96,7 +98,7 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
                   max_length: int | None = None, batch_size: int | None = None,
                   max_samples: int | None = None, backend: Backend | None = None,
                   task_settings: dict[str, Any] | None = None,
-                  options: dict[str, Any] | None = None) -> tuple[ScoringSplit, Any]:
+                  options: dict[str, Any] | None = None, precision: str | None = None) -> tuple[ScoringSplit, Any]:
     """The split `evaluate_dir` scores and the network it scores it with (see evaluate_dir)."""
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec, run_recipe = where.model_dir, where.spec, where.recipe
@@ -107,7 +109,13 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
     # the task's call options for evaluation (`nlp evaluate --doc-stride`) are task settings
     checked = spec.check_options(options or {}, "evaluate", max_length=max_length, where="{flag}")
     settings = _task_settings(spec, run_recipe, {**(task_settings or {}), **checked})
-    net = spec.head.from_pretrained(model_dir).eval() if backend is None else BackendModule(backend)
+    if backend is None:
+        net = spec.head.from_pretrained(model_dir).eval()
+        ran = prepare_for_inference(net, next(net.parameters()).device, precision)
+    elif precision not in (None, "auto"):
+        raise ConfigError(f"precision {precision!r}: an export runs in the precision it was made in; leave it out")
+    else:
+        net, ran = BackendModule(backend), backend.precision
     cfg = net.config
     labels = ([cfg.id2label[i] for i in sorted(cfg.id2label)]
               if spec.has_label_set and cfg.id2label and cfg.num_labels > 1 else None)
@@ -128,17 +136,20 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
     tok = load_tokenizer(model_dir)
     feats = featurize(recipe, ds, tok, labels, spec=spec)
     return ScoringSplit(model_dir=model_dir, spec=spec, recipe=recipe, labels=labels, tokenizer=tok, examples=ds,
-                        features=feats, data=data, split=split, batch_size=batch_size), net
+                        features=feats, data=data, split=split, batch_size=batch_size, precision=ran), net
 
 
 def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str | None = None,
                  max_length: int | None = None, batch_size: int | None = None,
                  max_samples: int | None = None, backend: Backend | None = None,
-                 task_settings: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+                 task_settings: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
+                 precision: str | None = None) -> dict[str, Any]:
     """Metrics of a run's (or model directory's) model on a named dataset split or a file; `data`
     may also be a split name ("test", "dev"), meaning that split of the run's own data.
     With `backend` (an export directory's onnxruntime backend), `model` is that directory and
     the backend computes the outputs; there is no loss then (the metrics only).
+    `precision`: the model's inference precision, as a pipeline's `precision=` (None: the one its
+    config declares, else its own dtype); the result's "inference_precision" says which ran.
 
     Settings left out (`max_length`, `batch_size`, the task settings: any not in
     `task_settings`, {field of the spec's settings: value}, or `options`, the task's call options
@@ -146,7 +157,7 @@ def evaluate_dir(model: str | Path, data: str, *, split: str = "test", task: str
     dev/test scores come out exactly as in its results.json), else to the library defaults."""
     scoring, net = scoring_split(model, data, split=split, task=task, max_length=max_length, batch_size=batch_size,
                                  max_samples=max_samples, backend=backend, task_settings=task_settings,
-                                 options=options)
+                                 options=options, precision=precision)
     scores = scoring.score(net)
     return {"model": str(scoring.model_dir), "data": scoring.data, "split": scoring.split,
-            "examples": len(scoring.examples), **scores}
+            "examples": len(scoring.examples), "inference_precision": scoring.precision, **scores}
