@@ -1,0 +1,124 @@
+"""Weight averaging ("model soup"): one model whose every weight is a weighted mean of the same
+weight in models fine-tuned from one starting point.
+
+    r = merge_models(["runs/ner-mixed", "runs/ner-msra"], [0.35, 0.65], "runs/ner-merged/model")
+
+Two fine-tunes of one model on different data (both corpora, and one of them alone) usually sit
+in one basin of the loss, and their average keeps most of what each learned: the shipped NER
+model is such an average (its README). Models that did not start from one checkpoint average
+into noise; nothing here can tell, so measure the result (`nlp evaluate`).
+
+The sources must be one task's models with the same architecture, the same parameter names and
+shapes and the same labels (ConfigError naming the first difference). The merged model takes
+everything but the weights (config.json, tokenizer files, the task's own files) from the first
+source; a tokenizer file that differs in another source is logged, as the merged model reads the
+first one's. Weights are averaged in fp32 and stored as the first source stores its own (fp32,
+fp16 or int8 rows). Integer buffers must be equal in all sources. The output directory is written
+whole or not at all, and never over an existing one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from nlp._common import ConfigError, atomic_directory, sha256_file
+from nlp.models.release import TOKENIZER_FILES, save_stored_as, weight_storage
+from nlp.tasks.model_dirs import locate_model
+from nlp.tokenizer import load_tokenizer
+
+__all__ = ["MergeResult", "merge_models"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class MergeResult:
+    out: Path
+    sources: list[Path]
+    weights: list[float]
+    tensors: int
+    differing_tokenizer_files: list[str]
+
+
+def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
+    if weights is None:
+        return [1.0 / n] * n
+    weights = [float(w) for w in weights]
+    if len(weights) != n:
+        raise ConfigError(f"--weights: {len(weights)} given for {n} models; give one weight per model, in order")
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        raise ConfigError(f"--weights {weights}: each weight must be a number >= 0")
+    if abs(sum(weights) - 1.0) > 1e-6:
+        raise ConfigError(f"--weights {weights} sum to {sum(weights):g}; give weights that sum to 1 "
+                          f"(e.g. {' '.join(f'{w / sum(weights):.3g}' for w in weights)})" if sum(weights) > 0
+                          else f"--weights {weights} sum to 0; give weights that sum to 1")
+    return weights
+
+
+def merge_models(sources: Sequence[str | os.PathLike], weights: Sequence[float] | None, out: str | os.PathLike,
+                 *, task: str | None = None) -> MergeResult:
+    """Write to `out` the weighted average of `sources` (runs or model directories); `weights`
+    (one per source, >= 0, summing to 1; None: equal). See the module docstring."""
+    if len(sources) < 2:
+        raise ConfigError(f"give two or more models to merge (got {len(sources)})")
+    weights = _check_weights(weights, len(sources))
+    out = Path(out).expanduser()
+    if out.exists():
+        raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
+    where = [locate_model(s, task) for s in sources]
+    first = where[0]
+    for w in where[1:]:
+        if w.spec.name != first.spec.name:
+            raise ConfigError(f"{w.model_dir} is a {w.spec.name} model and {first.model_dir} a {first.spec.name} "
+                              "one; merge models of one task")
+    models = [w.spec.head.from_pretrained(w.model_dir) for w in where]
+    base = models[0]
+    states = [m.state_dict() for m in models]
+    for w, m, state in zip(where[1:], models[1:], states[1:]):
+        if m.config.id2label != base.config.id2label:
+            raise ConfigError(f"{w.model_dir} has the labels {m.config.id2label} and {first.model_dir} "
+                              f"{base.config.id2label}; merge models with the same labels in the same order")
+        if state.keys() != states[0].keys():
+            missing = sorted(set(states[0]) ^ set(state))[:3]
+            raise ConfigError(f"{w.model_dir} and {first.model_dir} have different parameters ({', '.join(missing)} "
+                              "...); merge models of one architecture")
+        for name, tensor in state.items():
+            if tensor.shape != states[0][name].shape:
+                raise ConfigError(f"{name} is {tuple(tensor.shape)} in {w.model_dir} and "
+                                  f"{tuple(states[0][name].shape)} in {first.model_dir}; merge models of one size")
+    merged = {}
+    for name, tensor in states[0].items():
+        if tensor.is_floating_point():
+            merged[name] = sum(wt * s[name].float() for wt, s in zip(weights, states)).to(tensor.dtype)
+        elif all(torch.equal(s[name], tensor) for s in states[1:]):
+            merged[name] = tensor
+        else:
+            raise ConfigError(f"{name} (integers) differs between the models; merge models of one architecture")
+    base.load_state_dict(merged)
+    differing = _differing_tokenizer_files([w.model_dir for w in where])
+    if differing:
+        logger.warning("the models' %s differ: the merged model reads the first model's (%s)",
+                       ", ".join(differing), first.model_dir)
+    storage = weight_storage(first.model_dir / "model.safetensors")
+    with atomic_directory(out) as tmp:
+        save_stored_as(base, tmp, storage)
+        load_tokenizer(first.model_dir).save_pretrained(tmp)
+        first.spec.copy_model_files(first.model_dir, tmp)
+    return MergeResult(out=out, sources=[w.model_dir for w in where], weights=weights, tensors=len(merged),
+                       differing_tokenizer_files=differing)
+
+
+def _differing_tokenizer_files(dirs: list[Path]) -> list[str]:
+    found = []
+    for name in TOKENIZER_FILES:
+        digests = {sha256_file(d / name) if (d / name).is_file() else None for d in dirs}
+        if len(digests) > 1:
+            found.append(name)
+    return found
