@@ -234,6 +234,10 @@ def test_a_declared_inference_precision_is_what_the_model_runs_in_until_fine_tun
             assert main(["evaluate", str(r.folder), "--data", "peoples-daily-1998-ner", "--split", "dev",
                          "--max-samples", "8", *flags]) == 0
             assert json.loads(capsys.readouterr().out.splitlines()[-1])["inference_precision"] == ran
+        # calibration and pruning reuse the scoring network: they read it in fp32 whatever it declares
+        from nlp.train.scoring import scoring_split
+
+        assert scoring_split(r.folder, "peoples-daily-1998-ner", split="dev", max_samples=4)[0].precision == "fp32"
     overrides = [o for o in tiny_overrides(tmp_path / "further", steps=1)
                  if not o.startswith(("model.", "tokenizer."))] + [f"model.name={r.folder}"]
     finetune(load_recipe(recipe_path("ner-peoples-daily"), overrides))

@@ -72,9 +72,9 @@ def quantize_linears(model: nn.Module) -> int:
         with warnings.catch_warnings():  # quantized tensors are deprecated in favour of torchao, which
             warnings.simplefilter("ignore")  # is not a dependency; fbgemm's packed GEMM is what is wanted
             q = torch.quantize_per_channel(weight, scales, torch.zeros(len(scales), dtype=torch.long), 0, torch.qint8)
-        bias = layer.bias.detach().clone() if layer.bias is not None else None
         packed = torch.ops.quantized.linear_prepack(q, None)  # the bias is added after the row scales
-        setattr(layer.weight, INT8_ATTRIBUTE, (packed, bias, layer.weight._version))
+        # the layer's own bias (not a copy): int8 never runs on a stale one
+        setattr(layer.weight, INT8_ATTRIBUTE, (packed, layer.bias, layer.weight._version))
     return len(layers)
 
 
@@ -97,5 +97,5 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor | None:
     pinned[rows].zero_()
     pinned[rows, :2] = _PIN  # the call's range: exactly [-1, 1]
     y = torch.ops.quantized.linear_dynamic(pinned, packed, True)[:rows]
-    out = y.mul_(scale) if bias is None else torch.addcmul(bias, y, scale)
+    out = y.mul_(scale) if bias is None else torch.addcmul(bias.detach(), y, scale)
     return out.view(*x.shape[:-1], out.shape[-1])

@@ -98,8 +98,10 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
                   max_length: int | None = None, batch_size: int | None = None,
                   max_samples: int | None = None, backend: Backend | None = None,
                   task_settings: dict[str, Any] | None = None,
-                  options: dict[str, Any] | None = None, precision: str | None = None) -> tuple[ScoringSplit, Any]:
-    """The split `evaluate_dir` scores and the network it scores it with (see evaluate_dir)."""
+                  options: dict[str, Any] | None = None, precision: str | None = "fp32") -> tuple[ScoringSplit, Any]:
+    """The split `evaluate_dir` scores and the network it scores it with (see evaluate_dir).
+    `precision` defaults to fp32 for the callers that reuse the network (calibration, pruning):
+    they read its fp32 activations and weights, whatever precision the model declares."""
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec, run_recipe = where.model_dir, where.spec, where.recipe
     trained = run_recipe.get("data", {})
