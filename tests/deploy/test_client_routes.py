@@ -154,7 +154,7 @@ def test_inference_client_text_classification():
 
 def test_inference_client_token_classification():
     model = ASSETS / "ernie-tiny-zh-ner"
-    local = nlp.pipeline("token-classification", model=str(model))
+    local = nlp.pipeline("token-classification", model=str(model), precision="fp32")  # as SERVE runs it
     text = "张三在北京大学工作，李四去了上海。"
     with cli_server(str(model), SERVE, env=nlp_env()) as url:
         entities = hub.InferenceClient(base_url=url, token=TOKEN).token_classification(text)

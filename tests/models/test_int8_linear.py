@@ -47,15 +47,18 @@ def test_the_encoder_linears_are_packed_and_agree_with_fp32_to_int8_rounding():
 
 
 def test_a_texts_outputs_do_not_depend_on_its_batch_mates():
+    """With one activation range per call (fbgemm's own), the louder row would set the text's
+    quantization steps; on its own scale per token it does not. Both rows have one length, so the
+    fp32 parts (attention, LayerNorm) compute the text's rows exactly as alone: float rounding of
+    another padded length can still move an int8 result by a step (docs/serving.md)."""
     model = _model()
     quantize_linears(model)
     text = [2, 17, 40, 33, 91, 3]
-    loud = [2] + [i % 100 + 7 for i in range(5)] + [3]  # other tokens, other activation ranges
+    loud = [2, 7, 8, 9, 10, 3]  # other tokens, other activation ranges
     with torch.inference_mode():
         alone = model(*_batch([text])).logits[0]
-        ids, mask = _batch([text, loud])
-        with_mates = model(input_ids=ids, attention_mask=mask).logits[0, :len(text)]  # padded by one
-    torch.testing.assert_close(with_mates, alone, atol=1e-5, rtol=1e-5)
+        with_mates = model(*_batch([text, loud])).logits[0]
+    torch.testing.assert_close(with_mates, alone, atol=1e-6, rtol=1e-6)
 
 
 def test_training_autograd_and_a_changed_weight_run_fp32():
