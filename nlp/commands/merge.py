@@ -13,7 +13,7 @@ Each MODEL is a fine-tuned run or model directory; all of one task, architecture
 set, fine-tuned from one starting checkpoint (the average of unrelated models is noise). Every
 weight of DIR is the weighted mean of that weight in the models (weights >= 0 summing to 1, one
 per model; default equal); config.json, the tokenizer files and the task's own files are the
-first model's. Pick the weights on dev data, never on test. See docs/compress.md, "Merging
+first model's. Pick the weights on dev data, never on test. See docs/training.md, "Merging
 fine-tunes".
 """
 

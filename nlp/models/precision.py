@@ -33,6 +33,7 @@ import torch
 from nlp._common import PRECISIONS, ConfigError, did_you_mean
 
 from .hardware import cpu_has_fast_bf16
+from .int8_linear import int8_available, quantize_linears
 
 __all__ = ["PRECISIONS", "PRECISION_DTYPES", "DECLARABLE_PRECISIONS", "DECLARED_PRECISION_KEY", "declared_precision",
            "precision_of", "prepare_for_inference", "resolve_precision"]
@@ -70,8 +71,6 @@ def resolve_precision(requested: str, device: torch.device | str, declared: str 
 
 def _runs_on(precision: str, device: torch.device) -> bool:
     if precision == "int8":
-        from .int8_linear import int8_available
-
         return device.type == "cpu" and int8_available()
     return True
 
@@ -101,8 +100,6 @@ def prepare_for_inference(model: torch.nn.Module, device: torch.device | str, pr
     dtype = None if chosen is None else PRECISION_DTYPES.get(chosen, torch.float32)
     model.to(device=device, dtype=dtype)
     if chosen == "int8":
-        from .int8_linear import quantize_linears
-
         quantize_linears(model)
         return "int8"
     return precision_of(next(model.parameters()).dtype)

@@ -4,9 +4,9 @@ weight in models fine-tuned from one starting point.
     r = merge_models(["runs/ner-mixed", "runs/ner-msra"], [0.35, 0.65], "runs/ner-merged/model")
 
 Two fine-tunes of one model on different data (both corpora, and one of them alone) usually sit
-in one basin of the loss, and their average keeps most of what each learned: the shipped NER
-model is such an average (its README). Models that did not start from one checkpoint average
-into noise; nothing here can tell, so measure the result (`nlp evaluate`).
+in one basin of the loss, and their average keeps most of what each learned (docs/training.md,
+"Merging fine-tunes", measures it on the NER default). Models that did not start from one
+checkpoint average into noise; nothing here can tell, so measure the result (`nlp evaluate`).
 
 The sources must be one task's models with the same architecture, the same parameter names and
 shapes and the same labels (ConfigError naming the first difference). The merged model takes
@@ -55,10 +55,10 @@ def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
         raise ConfigError(f"--weights: {len(weights)} given for {n} models; give one weight per model, in order")
     if any(not math.isfinite(w) or w < 0 for w in weights):
         raise ConfigError(f"--weights {weights}: each weight must be a number >= 0")
-    if abs(sum(weights) - 1.0) > 1e-6:
-        raise ConfigError(f"--weights {weights} sum to {sum(weights):g}; give weights that sum to 1 "
-                          f"(e.g. {' '.join(f'{w / sum(weights):.3g}' for w in weights)})" if sum(weights) > 0
-                          else f"--weights {weights} sum to 0; give weights that sum to 1")
+    total = sum(weights)
+    if abs(total - 1.0) > 1e-6:
+        scaled = f" (e.g. {' '.join(f'{w / total:.3g}' for w in weights)})" if total > 0 else ""
+        raise ConfigError(f"--weights {weights} sum to {total:g}; give weights that sum to 1{scaled}")
     return weights
 
 
