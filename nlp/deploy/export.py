@@ -493,14 +493,17 @@ def _export_into(tmp: Path, source: str | os.PathLike, model_dir: Path, kind: st
     tokenizer = load_tokenizer(model_dir)
     max_length = min(tokenizer.model_max_length, model.config.max_sequence_length, 256)
     batch = check_batch(spec, tokenizer, max_length, texts or check_texts())
-    torch_out = TorchBackend(model)(batch)
+    # the reference is the fp32 network the export writes, whatever precision the model declares
+    # for its own inference (an int8 declaration would make it differ by int8's rounding)
+    reference = TorchBackend(model, precision="fp32")
+    torch_out = reference(batch)
     fp32_path = tmp / (MODEL_FILE if quantize is None else "fp32.onnx")
     written_opset = _write_onnx(model, spec, batch, fp32_path, opset, attention)
     fp32_bytes = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith(fp32_path.name))
     model.config.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     spec.copy_model_files(model_dir, tmp)  # the task's own files (a lexical model's word lexicon)
-    decoding_file = _write_decoding(tmp, TorchBackend(model).decoding)
+    decoding_file = _write_decoding(tmp, reference.decoding)
     recipe = None
     if kind == "run" and (model_dir.parent / "recipe.yaml").is_file():
         recipe = "recipe.yaml"
