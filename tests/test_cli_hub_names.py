@@ -1,14 +1,16 @@
 """The commands that take a model directory also take a registered hub name (`nlp hub ls`): the
-package's own models are evaluated, exported, predicted with by name, offline; a misspelt name is
-told the names that look like it; a missing path keeps the directory message."""
+package's own models are evaluated, exported, predicted with, pruned and merged by name, offline;
+a misspelt name is told the names that look like it; a missing path keeps the directory message."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from nlp.cli import main
+from nlp.commands._models import local_model
 
 NAME = "ernie-tiny-zh-sentiment-small"  # the smallest shipped model
 
@@ -37,8 +39,33 @@ def test_export_by_name(tmp_path, capsys):
     assert "max |ONNX - PyTorch|" in capsys.readouterr().out
 
 
+def test_prune_by_name(tmp_path, capsys):
+    corpus = tmp_path / "texts.txt"
+    corpus.write_text("这家餐厅的服务非常好，菜也很新鲜。\n质量太差了，用了两天就坏了。\n", encoding="utf-8")
+    assert main(["prune-vocab", NAME, "--out", str(tmp_path / "small-vocab"), "--corpus", str(corpus)]) == 0
+    assert "kept " in capsys.readouterr().out
+    assert main(["prune-width", NAME, "--out", str(tmp_path / "narrow"), "--neurons", "0.5", "--data", "reviews-zh",
+                 "--split", "dev", "--examples", "16", "--batch-size", "8"]) == 0
+    assert "feed-forward neurons" in capsys.readouterr().out
+    config = json.loads((tmp_path / "narrow" / "config.json").read_text(encoding="utf-8"))
+    assert config["intermediate_size"] * 2 == json.loads(
+        (Path(local_model(NAME)) / "config.json").read_text(encoding="utf-8"))["intermediate_size"]
+
+
+def test_merge_by_name(tmp_path, capsys):
+    """A model averaged with itself is itself: the name resolves to the one snapshot, twice."""
+    out = tmp_path / "merged"
+    assert main(["merge", NAME, NAME, "--out", str(out)]) == 0
+    assert "merged " in capsys.readouterr().out
+    assert main(["evaluate", str(out), "--data", "reviews-zh", "--split", "test", "--max-samples", "40"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", NAME, "--data", "reviews-zh", "--split", "test", "--max-samples", "40"]) == 0
+    assert merged["accuracy"] == json.loads(capsys.readouterr().out)["accuracy"]
+
+
 @pytest.mark.parametrize("command", [["evaluate", "--data", "test"], ["predict", "--input", "x.txt"],
-                                     ["export", "--out", "x"]])
+                                     ["export", "--out", "x"], ["prune-vocab", "--out", "x", "--corpus", "c.txt"],
+                                     ["prune-width", "--out", "x"], ["merge", NAME, "--out", "x"]])
 def test_a_misspelt_name_gets_the_names_like_it(command, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([command[0], NAME[:-2], *command[1:]]) == 2

@@ -8,7 +8,7 @@ EPILOG = """examples:
   nlp prune-vocab runs/sentiment-reviews --out runs/sentiment-small           # the run's train + dev texts
   nlp prune-vocab runs/ner --out runs/ner-small --data peoples-daily-1998-ner --split train --split dev
   nlp prune-vocab runs/sentiment-reviews --out runs/s-small --corpus my_reviews.txt --min-count 2
-  nlp prune-vocab nlp/assets/ernie-tiny-zh-lexical --out lexical-small --corpus my_texts.txt   # corpus alone
+  nlp prune-vocab ernie-tiny-zh-lexical --out lexical-small --corpus my_texts.txt   # a hub name, corpus alone
   nlp export runs/sentiment-small --out export/small-s8 --quantize int8-static --calibration reviews-zh
 
   # a multilingual model's XLM-R vocabulary (250,002 pieces) cut to what Chinese text uses: the
@@ -27,7 +27,8 @@ See docs/compress.md.
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("prune-vocab", help="keep only the tokens a task's data uses (smaller embeddings)",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory")
+    p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory, or a hub name "
+                                                        "(nlp hub ls)")
     p.add_argument("--out", required=True, metavar="DIR", help="the new model directory (must not exist)")
     p.add_argument("--data", action="append", default=None,
                    help="whose texts: a split of the run's own data (default train, unless --corpus or "
@@ -65,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nlp._common import ConfigError
+    from nlp.commands._models import local_model
     from nlp.train.scoring import scoring_split
     from nlp.train.vocab_pruning import prune_vocabulary
 
+    args.model = local_model(args.model)
     texts: list[str] = []
     # --corpus (or --pretraining-corpus) alone takes the texts from there: a model directory,
     # which has no run data, prunes so

@@ -35,7 +35,8 @@ def _share(text: str) -> float:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("prune-width", help="keep each layer's most important heads and feed-forward neurons",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory")
+    p.add_argument("model", metavar="RUN_OR_MODEL", help="a fine-tuned run or model directory, or a hub name "
+                                                        "(nlp hub ls)")
     p.add_argument("--out", required=True, metavar="DIR", help="the new model directory (must not exist)")
     p.add_argument("--heads", type=_share, default=1.0, metavar="SHARE",
                    help="share of each layer's attention heads to keep, in (0, 1] (default 1: all)")
@@ -54,14 +55,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nlp.commands._models import local_model
     from nlp.train.width_pruning import prune_width
 
-    r = prune_width(args.model, args.out, heads=args.heads, neurons=args.neurons, data=args.data, split=args.split,
+    model = local_model(args.model)  # a hub name: its local snapshot, which distill.teacher below takes
+    r = prune_width(model, args.out, heads=args.heads, neurons=args.neurons, data=args.data, split=args.split,
                     examples=args.examples, batch_size=args.batch_size, seed=args.seed, task=args.task)
     print(f"ranked on {r.examples:,} examples of {r.data}; wrote {r.out}")
     print(f"  heads per layer {r.heads_before} -> {r.heads_after}, feed-forward neurons {r.neurons_before:,} -> "
           f"{r.neurons_after:,}; parameters {r.parameters_before:,} -> {r.parameters_after:,} "
           f"({1 - r.parameters_after / r.parameters_before:.1%} fewer)")
-    print(f"  re-train it briefly (nlp finetune RECIPE model.name={r.out} distill.teacher={args.model}), then "
+    print(f"  re-train it briefly (nlp finetune RECIPE model.name={r.out} distill.teacher={model}), then "
           "nlp evaluate / nlp export")
     return 0
