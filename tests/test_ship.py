@@ -248,6 +248,15 @@ def test_a_declared_inference_precision_is_what_the_model_runs_in_until_fine_tun
                  if not o.startswith(("model.", "tokenizer."))] + [f"model.name={r.folder}"]
     finetune(load_recipe(recipe_path("ner-peoples-daily"), overrides))
     assert "inference_precision" not in json.loads((tmp_path / "further" / "model" / "config.json").read_text())
+    # so do a merge and a width-pruned copy, whose weights are others too
+    from nlp.train.merging import merge_models
+    from nlp.train.width_pruning import prune_width
+
+    merge_models([r.folder, r.folder], None, tmp_path / "merged")
+    prune_width(r.folder, tmp_path / "narrow", neurons=0.5, data="peoples-daily-1998-ner", split="dev", examples=8,
+                batch_size=4)
+    for made in ("merged", "narrow"):
+        assert "inference_precision" not in json.loads((tmp_path / made / "config.json").read_text()), made
     with pytest.raises(ConfigError, match="inference_precision='bf16'; valid: fp32, int8"):
         ship(run, "ernie-tiny-zh-ner", license="mit", assets_dir=root / "assets", cards_file=root / "cards.yaml",
              package=pkg, inference_precision="bf16")

@@ -28,6 +28,8 @@ fp32, 0.96553 under autocast and 0.96557 on bf16 weights.
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from nlp._common import PRECISIONS, ConfigError, did_you_mean
@@ -36,7 +38,9 @@ from .hardware import cpu_has_fast_bf16
 from .int8_linear import int8_available, quantize_linears
 
 __all__ = ["PRECISIONS", "PRECISION_DTYPES", "DECLARABLE_PRECISIONS", "DECLARED_PRECISION_KEY", "declared_precision",
-           "precision_of", "prepare_for_inference", "resolve_precision"]
+           "drop_declared_precision", "precision_of", "prepare_for_inference", "resolve_precision"]
+
+logger = logging.getLogger(__name__)
 
 PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # the config.json key of the precision a model's answers were measured in (module docstring)
@@ -84,6 +88,16 @@ def declared_precision(config: object) -> str | None:
         return value
     raise ConfigError(f"the model's config.json says {DECLARED_PRECISION_KEY}: {value!r}; valid: "
                       f"{', '.join(DECLARABLE_PRECISIONS)} (or leave the key out)")
+
+
+def drop_declared_precision(model: torch.nn.Module, made: str) -> None:
+    """Remove the precision `model`'s config declares: it was measured on the weights it was
+    shipped with, and a model `made` from them ("fine-tuned", "merged", "pruned") has others.
+    Logged; declare one again when shipping it."""
+    extra = getattr(getattr(model, "config", None), "extra", None) or {}
+    if extra.pop(DECLARED_PRECISION_KEY, None) is not None:
+        logger.info("the %s model does not keep its source's declared inference precision, which was measured on "
+                    "the source's weights (declare one when shipping it: nlp hub ship --inference-precision)", made)
 
 
 def prepare_for_inference(model: torch.nn.Module, device: torch.device | str, precision: str | None) -> str:

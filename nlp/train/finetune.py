@@ -35,7 +35,7 @@ from accelerate.utils import set_seed
 
 from nlp._common import ConfigError, DataError, NlpError, atomic_write
 from nlp.models import ErnieConfig, PreTrainedEncoder, preset_config, select_layers
-from nlp.models.precision import DECLARED_PRECISION_KEY
+from nlp.models.precision import drop_declared_precision
 from nlp.tasks.model_dirs import find_model_dir, task_of_model  # re-exported: nlp predict / evaluate
 from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
@@ -345,10 +345,7 @@ def build_model(recipe: Recipe, tokenizer: Tokenizer, label_names: list[str] | N
         if isinstance(err, NlpError):
             raise ConfigError(f"model: {err}") from None
         raise ConfigError(f"model.config: {err}") from None
-    if model.config.extra.pop(DECLARED_PRECISION_KEY, None) is not None:
-        # the base model's declared inference precision was measured on its weights, not on these
-        logger.info("model: %s's config declares an inference precision; the fine-tuned model does not "
-                    "(declare one when shipping it: nlp hub ship --inference-precision)", m.name)
+    drop_declared_precision(model, "fine-tuned")
     if tokenizer.num_token_types is not None:  # more token type ids than a pair's (a gazetteer's)
         model.grow_token_types(tokenizer.num_token_types)
     if tokenizer.vocab_size > model.config.vocab_size:

@@ -29,6 +29,7 @@ from typing import Sequence
 import torch
 
 from nlp._common import ConfigError, atomic_directory, sha256_file
+from nlp.models.precision import drop_declared_precision
 from nlp.models.release import TOKENIZER_FILES, save_stored_as, weight_storage
 from nlp.tasks.model_dirs import locate_model
 from nlp.tokenizer import load_tokenizer
@@ -102,6 +103,7 @@ def merge_models(sources: Sequence[str | os.PathLike], weights: Sequence[float] 
         else:
             raise ConfigError(f"{name} (integers) differs between the models; merge models of one architecture")
     base.load_state_dict(merged)
+    drop_declared_precision(base, "merged")
     differing = _differing_tokenizer_files([w.model_dir for w in where])
     if differing:
         logger.warning("the models' %s differ: the merged model reads the first model's (%s)",

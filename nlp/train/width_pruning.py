@@ -37,6 +37,7 @@ import torch
 
 from nlp._common import ConfigError, DataError, atomic_directory
 from nlp.models import PreTrainedEncoder
+from nlp.models.precision import drop_declared_precision
 from nlp.models.release import save_stored_as, weight_storage
 
 __all__ = ["WidthImportance", "WidthPruneResult", "width_importance", "prune_model_width", "prune_width",
@@ -209,6 +210,7 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     logger.info("ranking heads and neurons on %d examples of %s %s", n, scoring.data, scoring.split)
     importance = width_importance(model, batches)
     pruned, kept = prune_model_width(model, importance, heads=heads, neurons=neurons)
+    drop_declared_precision(pruned, "pruned")
     storage = weight_storage(scoring.model_dir / "model.safetensors")  # int8 rows stay int8 rows, fp16 fp16
     record = {"source": str(source), "data": f"{scoring.data} {scoring.split}", "examples": n, "seed": seed,
               "importance": "sum over batches of |dL/dgate| (Michel et al. 2019)",
