@@ -222,7 +222,11 @@ def pipeline(task: str, model: Any = None, tokenizer: Any = None, **kwargs: Any)
     if isinstance(model_dir, Path):
         if kwargs.get("max_length") is None:  # the run's training length, as nlp serve and nlp predict use
             kwargs["max_length"] = trained_max_length(model_dir)
-        _advise_backend(model_dir, kwargs.get("device"))
+        # the command the advice gives takes a registered name or a path as the user wrote it, not an
+        # owner/repo id (that stays the snapshot's path)
+        named = isinstance(model, str) and (hub.registry.find_card(model) is not None
+                                            or Path(model).expanduser().exists())
+        _advise_backend(model_dir, kwargs.get("device"), model if named else None)
         if _is_export_dir(model_dir):
             model_dir, tokenizer_dir = _export_backend(task, model_dir, kwargs), tokenizer_dir or model_dir
         elif isinstance(model, str) and (pooled := _card_pooling(spec, model_dir, model)) is not None:
@@ -287,12 +291,12 @@ def default_model(task: str) -> str:
 _ADVISED: set[str] = set()  # backend advice already given in this process
 
 
-def _advise_backend(model_dir: Path, device: Any) -> None:
+def _advise_backend(model_dir: Path, device: Any, name: str | None) -> None:
     """Log, once per process and advice, which backend runs faster on this CPU when `model_dir`
     is not it (`nlp.deploy.backend_advice`, the rule `nlp serve` prints at start-up)."""
     from nlp.deploy.server_model import backend_advice
 
-    advice = backend_advice(model_dir, device="cpu" if device in (-1, "cpu") else device)
+    advice = backend_advice(model_dir, name=name, device="cpu" if device in (-1, "cpu") else device)
     if advice is not None and advice not in _ADVISED:
         _ADVISED.add(advice)
         logger.warning("%s", advice)

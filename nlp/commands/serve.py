@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if config.playground:
         print(f"playground: http://{config.host}:{config.port}/  API docs: http://{config.host}:{config.port}/docs",
               file=sys.stderr)
-    if (advice := backend_advice(config.model, device=config.device)) is not None:
+    if (advice := backend_advice(config.model, name=args.model, device=config.device)) is not None:
         print(f"note: {advice}", file=sys.stderr)
     run_server(config)
     return 0

@@ -146,14 +146,16 @@ def check_servable(model_path: str | Path, *, task: str | None = None, precision
     return spec.name
 
 
-def backend_advice(model_path: str | Path, *, device: Any = None, cpu_flags: list[str] | None = None) -> str | None:
+def backend_advice(model_path: str | Path, *, name: str | None = None, device: Any = None,
+                   cpu_flags: list[str] | None = None) -> str | None:
     """Which backend serves more requests on this CPU, when it is not the one `model_path` asks
     for (None otherwise), decided from the CPU's features (docs/serving.md, "Which backend on
     which CPU"; benchmarks/inference.py measures it on a given machine): with AMX tiles,
     PyTorch's bf16 path multiplies on them, which onnxruntime's int8 kernels do not, so the
     PyTorch model serves more; without AMX, the int8 export's VNNI kernels move a quarter of the
     fp32 bytes and serve more than PyTorch in bf16 or fp32.
-    `cpu_flags`: the CPU's bf16 flags (default: this CPU's, nlp.models.cpu_bf16_flags)."""
+    `name`: what the user called the model (a hub name), for the command the advice gives (default:
+    `model_path`). `cpu_flags`: the CPU's bf16 flags (default: this CPU's, nlp.models.cpu_bf16_flags)."""
     if device not in (None, "cpu") or (device is None and torch.cuda.is_available()):
         return None
     amx = "amx_bf16" in (cpu_bf16_flags() if cpu_flags is None else cpu_flags)
@@ -168,7 +170,7 @@ def backend_advice(model_path: str | Path, *, device: Any = None, cpu_flags: lis
     if not amx:
         return ("this CPU has no AMX (no amx_bf16 flag), so PyTorch has no bf16 tiles to use and an int8 export's "
                 "kernels serve more than the PyTorch model: for throughput export it and serve the export: `nlp "
-                f"export {path} --out EXPORT --quantize int8 && nlp serve EXPORT`")
+                f"export {name or path} --out EXPORT --quantize int8 && nlp serve EXPORT`")
     return None
 
 

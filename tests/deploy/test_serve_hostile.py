@@ -421,6 +421,9 @@ def test_the_faster_backend_for_this_cpu_is_recommended(models, request):
     advice = backend_advice(run, device="cpu", cpu_flags=["avx512_bf16"])
     assert advice and "no AMX" in advice and f"nlp export {run} --out EXPORT --quantize int8" in advice
     assert backend_advice(run, device="cpu", cpu_flags=[]) == advice
+    # a model called by its hub name is exported by that name (`nlp export` takes it), not its cache path
+    named = backend_advice(run, name="ernie-tiny-zh-ner", device="cpu", cpu_flags=[])
+    assert named == advice.replace(str(run), "ernie-tiny-zh-ner")
     assert backend_advice(run, device="cpu", cpu_flags=["avx512_bf16", "amx_bf16"]) is None
     assert backend_advice(run, device="cuda") is None
     exports = request.getfixturevalue("exports")
