@@ -9,11 +9,11 @@ EPILOG = """examples:
   nlp merge runs/ner-mixed runs/ner-msra --weights 0.35 0.65 --out runs/ner-merged/model
   nlp evaluate runs/ner-merged/model --data msra-ner --split dev                    # measure it
 
-Each MODEL is a fine-tuned run or model directory, or a hub name; all of one task, architecture, size and label
-set, fine-tuned from one starting checkpoint (the average of unrelated models is noise). Every
-weight of DIR is the weighted mean of that weight in the models (weights >= 0 summing to 1, one
-per model; default equal); config.json, the tokenizer files and the task's own files are the
-first model's. Pick the weights on dev data, never on test. See docs/training.md, "Merging
+Each MODEL is a fine-tuned run or model directory, or a hub name; all of one task, architecture,
+size and label set, fine-tuned from one starting checkpoint (the average of unrelated models is
+noise). Every weight of DIR is the weighted mean of that weight in the models (weights >= 0
+summing to 1, one per model; default equal); config.json (less a declared inference precision,
+measured on other weights), the tokenizer files and the task's own files are the first model's. Pick the weights on dev data, never on test. See docs/training.md, "Merging
 fine-tunes".
 """
 

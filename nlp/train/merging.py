@@ -11,10 +11,11 @@ checkpoint average into noise; nothing here can tell, so measure the result (`nl
 The sources must be one task's models with the same architecture, the same parameter names and
 shapes and the same labels (ConfigError naming the first difference). The merged model takes
 everything but the weights (config.json, tokenizer files, the task's own files) from the first
-source; a tokenizer file that differs in another source is logged, as the merged model reads the
-first one's. Weights are averaged in fp32 and stored as the first source stores its own (fp32,
-fp16 or int8 rows). Integer buffers must be equal in all sources. The output directory is written
-whole or not at all, and never over an existing one.
+source, less a declared inference precision (nlp.models.precision: it was measured on other
+weights); a tokenizer file that differs in another source is logged, as the merged model reads
+the first one's. Weights are averaged in fp32 and stored as the first source stores its own
+(fp32, fp16 or int8 rows). Integer buffers must be equal in all sources. The output directory is
+written whole or not at all, and never over an existing one.
 """
 
 from __future__ import annotations
