@@ -58,13 +58,13 @@ def run(args: argparse.Namespace) -> int:
     from nlp.commands._models import local_model
     from nlp.train.width_pruning import prune_width
 
-    model = local_model(args.model)  # a hub name: its local snapshot, which distill.teacher below takes
-    r = prune_width(model, args.out, heads=args.heads, neurons=args.neurons, data=args.data, split=args.split,
-                    examples=args.examples, batch_size=args.batch_size, seed=args.seed, task=args.task)
+    r = prune_width(local_model(args.model), args.out, heads=args.heads, neurons=args.neurons, data=args.data,
+                    split=args.split, examples=args.examples, batch_size=args.batch_size, seed=args.seed,
+                    task=args.task)
     print(f"ranked on {r.examples:,} examples of {r.data}; wrote {r.out}")
     print(f"  heads per layer {r.heads_before} -> {r.heads_after}, feed-forward neurons {r.neurons_before:,} -> "
           f"{r.neurons_after:,}; parameters {r.parameters_before:,} -> {r.parameters_after:,} "
           f"({1 - r.parameters_after / r.parameters_before:.1%} fewer)")
-    print(f"  re-train it briefly (nlp finetune RECIPE model.name={r.out} distill.teacher={model}), then "
+    print(f"  re-train it briefly (nlp finetune RECIPE model.name={r.out} distill.teacher={args.model}), then "
           "nlp evaluate / nlp export")
     return 0

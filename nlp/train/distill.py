@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -397,9 +398,10 @@ def _forward_keys(model: nn.Module, inputs: Mapping[str, Any]) -> set[str]:
 
 
 def _load_teacher(directory: str, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
-                  label_names: list[str] | None) -> PreTrainedEncoder:
-    """The teacher's head model, checked against the student: same task, labels, vocabulary."""
-    where = locate_model(directory)
+                  label_names: list[str] | None, local: Callable[[str], Path] | None = None) -> PreTrainedEncoder:
+    """The teacher's head model, checked against the student: same task, labels, vocabulary.
+    `local` makes `directory` (a hub name, with the CLI's loaders) a local directory."""
+    where = locate_model(local(directory) if local is not None else directory)
     if where.spec.name != spec.name:
         raise ConfigError(f"distill.teacher {directory!r} holds a {where.spec.name} model; this recipe fine-tunes "
                           f"{spec.name}: give a teacher fine-tuned for {spec.name}")
@@ -443,14 +445,16 @@ def _check_shapes(student: PreTrainedEncoder, spec: TaskSpec, tokenizer: Tokeniz
 def prepare_distillation(recipe: Any, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
                          label_names: list[str] | None, train_features: list[dict], collate: Callable, *,
                          train_examples: Any = None, featurize: Callable[[Any], list[dict]] | None = None,
-                         device: torch.device | str = "cpu") -> tuple[DistillationModel, list[dict], DistillCollator]:
+                         device: torch.device | str = "cpu", directory: Callable[[str], Path] | None = None,
+                         ) -> tuple[DistillationModel, list[dict], DistillCollator]:
     """(the model the Trainer trains, the training features with the teacher's cached outputs,
     their collator) for a recipe with a distill section. With `distill.augment`, the rewritten
     copies of `train_examples` (the training split, whose features `train_features` are), made
     features by `featurize`, follow the originals, flagged. The teacher runs on `device` (the
-    device this process trains on)."""
+    device this process trains on); `directory` makes a teacher's name a local directory (the
+    finetune loaders': a hub name with the CLI's)."""
     d = recipe.distill
-    teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names).to(device)
+    teacher = _load_teacher(d.teacher, spec, student, tokenizer, label_names, directory).to(device)
     plan = resolve_layers(d, student, teacher)  # a layer either model lacks: refused before any pass
     originals = len(train_features)
     if d.augment is not None:

@@ -54,24 +54,26 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- loaders
 
 
-@dataclass
-class Loaders:
-    """How names become objects. `model(head_class, name, overrides)` loads weights,
-    `config(name, overrides)` reads an architecture, `tokenizer(name)` a tokenizer, and
-    `fetch` (the hub's `fetch_file`) downloads a public dataset's files; None: local files only."""
-
-    model: Callable[[type, str, dict], PreTrainedEncoder]
-    config: Callable[[str, dict], ErnieConfig]
-    tokenizer: Callable[[str], Tokenizer]
-    fetch: Callable[..., Path] | None = None
-
-
 def _local_dir(name: str) -> Path:
     path = Path(name).expanduser()
     if not path.is_dir():
         raise ConfigError(f"{name!r} is not a local directory; hub names need the `nlp` CLI or "
                           "nlp.train.finetune(..., loaders=...) with hub-aware loaders")
     return path
+
+
+@dataclass
+class Loaders:
+    """How names become objects. `model(head_class, name, overrides)` loads weights,
+    `config(name, overrides)` reads an architecture, `tokenizer(name)` a tokenizer, `directory(name)`
+    gives a local model directory (the distillation teacher's), and `fetch` (the hub's
+    `fetch_file`) downloads a public dataset's files; None: local files only."""
+
+    model: Callable[[type, str, dict], PreTrainedEncoder]
+    config: Callable[[str, dict], ErnieConfig]
+    tokenizer: Callable[[str], Tokenizer]
+    fetch: Callable[..., Path] | None = None
+    directory: Callable[[str], Path] = _local_dir
 
 
 def local_loaders() -> Loaders:
@@ -463,7 +465,7 @@ def finetune(recipe: Recipe, loaders: Loaders | None = None, *, callbacks: Seque
             recipe, spec, model, tokenizer, data.label_names, features["train"], train_collate,
             train_examples=data.splits["train"],
             featurize=lambda ds: featurize(recipe, ds, tokenizer, data.label_names, spec=spec),
-            device=_process_state(recipe).device)
+            device=_process_state(recipe).device, directory=loaders.directory)
     metrics = TaskMetrics(spec, data.label_names, model, recipe)
     if "dev" in features:
         metrics.use(data.splits["dev"], features["dev"])

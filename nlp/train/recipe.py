@@ -183,7 +183,9 @@ class DistillSection(Settings):
     (projected student hidden states against the teacher's) + relation_weight * MiniLM v2's
     self-attention relation loss at `relation_layers`."""
 
-    teacher: str = ""  # a fine-tuned run or model directory of the same task, labels and tokenizer
+    # a fine-tuned run or model directory of the same task, labels and tokenizer (a hub name
+    # through the nlp CLI)
+    teacher: str = ""
     temperature: float = 2.0  # > 1 softens both distributions: more of the teacher's ranking is learned
     soft_weight: float = 1.0  # the teacher's soft targets
     hard_weight: float = 1.0  # the labels (0: learn from the teacher alone)
@@ -399,7 +401,7 @@ def check_recipe(recipe: Recipe, *, check_model: Callable[[str], None] | None = 
         errors.append(f"task.name: {spec.name} needs no model and is not fine-tuned; "
                       f"use nlp.pipeline({spec.name!r})")
     errors += _check_data(recipe.data, base_dir)
-    errors += _check_student(recipe)
+    errors += _check_student(recipe, check_model)
     if spec is not None and recipe.distill is not None and recipe.distill.augment is not None \
             and not spec.augment_columns:
         errors.append(f"distill.augment: {spec.name} examples are not rewritten: word replacement applies to "
@@ -426,8 +428,9 @@ def config_contradictions(spec: Any, recipe: Recipe, label_names: list[str] | No
             and key in config and config[key] != value]
 
 
-def _check_student(recipe: Recipe) -> list[str]:
-    """model.layer_map and the distill section beside the rest of the recipe."""
+def _check_student(recipe: Recipe, check_model: Callable[[str], None] | None) -> list[str]:
+    """model.layer_map and the distill section beside the rest of the recipe (`check_model`: as
+    check_recipe's, for a teacher that is not a local directory)."""
     errors = []
     m = recipe.model
     if m.layer_map is not None:
@@ -442,8 +445,14 @@ def _check_student(recipe: Recipe) -> list[str]:
     if recipe.distill is not None and not recipe.distill.teacher:
         errors.append("distill.teacher is required: the fine-tuned run or model directory to learn from")
     elif recipe.distill is not None and not Path(recipe.distill.teacher).expanduser().is_dir():
-        errors.append(f"distill.teacher {recipe.distill.teacher!r} is not a directory; give a fine-tuned run "
-                      "(train.output_dir) or model directory")
+        if check_model is None:
+            errors.append(f"distill.teacher {recipe.distill.teacher!r} is not a directory; give a fine-tuned run "
+                          "(train.output_dir) or model directory (a hub name needs the nlp CLI)")
+        else:
+            try:
+                check_model(recipe.distill.teacher)
+            except NlpError as err:
+                errors.append(f"distill.teacher: {err}")
     augment = recipe.distill.augment if recipe.distill is not None else None
     if augment is not None and augment.mlm is not None and not Path(augment.mlm).expanduser().is_dir():
         errors.append(f"distill.augment.mlm {augment.mlm!r} is not a directory; give a masked-LM model directory "

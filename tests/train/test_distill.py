@@ -326,3 +326,23 @@ def test_an_embedding_student_learns_its_teachers_ranking(tmp_path, monkeypatch,
         finetune(_recipe("sentiment-reviews", tmp_path / "clf", clf_teacher, "distill.ranking_weight=1", steps=1))
     with pytest.raises(ConfigError, match="ranking_temperature must be > 0"):
         _recipe("embedding-idioms", tmp_path / "bad", teacher, "distill.ranking_temperature=0")
+
+
+def test_a_shipped_model_teaches_by_its_hub_name_through_nlp_finetune(tmp_path, capsys):
+    """`distill.teacher` takes a registered name where the CLI loads the recipe, as model.name does;
+    a misspelt one gets the hub's did-you-mean before any work, and the library's local loaders,
+    which resolve no names, say that a hub name needs the CLI."""
+    from nlp.cli import main
+
+    name = "ernie-tiny-zh-sentiment-small"  # shipped: 2 layers, negative/positive as reviews-zh
+    out = tmp_path / "run"
+    overrides = [f"model.name={name}", "tokenizer.name=null", "model.layer_map=[1]", f"train.output_dir={out}",
+                 "train.max_steps=2", "train.data.batch_size=8", "train.eval.every_steps=null",
+                 "data.max_train_samples=16", "data.max_eval_samples=8", *QUIET]
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *overrides, f"distill.teacher={name}"]) == 0
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["status"] == "finished"
+    capsys.readouterr()
+    assert main(["finetune", "recipes/sentiment-reviews.yaml", *overrides, f"distill.teacher={name[:-1]}"]) == 2
+    assert f"distill.teacher: Unknown model {name[:-1]!r}. Did you mean {name!r}?" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="is not a directory.*a hub name needs the nlp CLI"):
+        load_recipe(recipe_path("sentiment-reviews"), [*overrides, f"distill.teacher={name}"])
