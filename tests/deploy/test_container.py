@@ -134,7 +134,7 @@ def image(tmp_path_factory) -> Iterator[dict]:
                 "-v", f"{_ca_bundle()}:/etc/ssl/certs/ca-certificates.crt:ro", "-v", f"{pip_conf}:/etc/pip.conf:ro",
                 "-t", IMAGE, str(ctx), timeout=2400)
         build_s = time.monotonic() - started
-        shutil.rmtree(tmp)  # the torch wheel and the source copy: the image has them now
+        shutil.rmtree(tmp)  # the torch wheel and the source copy, now in the image: free the space early
         inspect = json.loads(_podman(env, "image", "inspect", IMAGE).stdout)[0]
         figures = {"base_s": round(base_s, 1), "build_s": round(build_s, 1), "size_bytes": inspect["Size"]}
         (CACHE / "last-build.json").write_text(json.dumps(figures))
@@ -142,6 +142,7 @@ def image(tmp_path_factory) -> Iterator[dict]:
         yield {"env": env, "inspect": inspect}
     finally:
         # only the base image stays cached (the image is rebuilt on each run), also after a failed build
+        shutil.rmtree(tmp, ignore_errors=True)
         _podman(env, "rmi", "--force", IMAGE, check=False)
         _podman(env, "image", "prune", "--force", check=False)
 
