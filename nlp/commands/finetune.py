@@ -32,8 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def hub_loaders():
     """Loaders that resolve hub names (nlp.auto) for nlp.train.finetune."""
-    from pathlib import Path
-
     from nlp.auto import AutoConfig, AutoTokenizer, resolve
     from nlp.hub import fetch_file
     from nlp.train.finetune import Loaders
@@ -43,7 +41,7 @@ def hub_loaders():
         config=lambda name, overrides: AutoConfig.from_pretrained(name, **overrides),
         tokenizer=lambda name: AutoTokenizer.from_pretrained(name),
         fetch=fetch_file,  # public datasets' files, through the hub
-        directory=lambda name: local if (local := Path(name).expanduser()).is_dir() else resolve(name),
+        directory=resolve,  # a local directory comes back as it is
     )
 
 

@@ -16,9 +16,10 @@ divided by its largest magnitude before the GEMM and its output row multiplied b
 one extra row holding +1 and -1 pins the call's range to [-1, 1]: each token is quantized on its
 own scale whatever else is in the batch (no text of that split changed its entities between batch
 sizes 1 and 32), and with finer steps than one range for all. The fp32 parts still round a little
-differently at another padded length, which can move an int8 step: scores agree to ~1e-3. The range is taken at 7 bits (`reduce_range`), as
-PyTorch's dynamic quantization does on x86: fbgemm sums u8 x s8 products in pairs into int16,
-which 8-bit activations could saturate on CPUs without VNNI.
+differently at another padded length, which can move an int8 step: scores agree to ~1e-3. The
+range is taken at 7 bits (`reduce_range`), as PyTorch's dynamic quantization does on x86: fbgemm
+sums u8 x s8 products in pairs into int16, which 8-bit activations could saturate on CPUs without
+VNNI.
 
 Answers move by rounding: on MSRA's NER test split the shipped NER model scored entity F1
 0.8694 in int8 against 0.8678 in fp32. Where this path applies is decided per call: CPU, fp32

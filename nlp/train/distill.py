@@ -397,24 +397,24 @@ def _forward_keys(model: nn.Module, inputs: Mapping[str, Any]) -> set[str]:
     return {k for k in inputs if k in params}
 
 
-def _load_teacher(directory: str, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
-                  label_names: list[str] | None, local: Callable[[str], Path] | None = None) -> PreTrainedEncoder:
+def _load_teacher(teacher_name: str, spec: TaskSpec, student: PreTrainedEncoder, tokenizer: Tokenizer,
+                  label_names: list[str] | None, directory: Callable[[str], Path] | None = None) -> PreTrainedEncoder:
     """The teacher's head model, checked against the student: same task, labels, vocabulary.
-    `local` makes `directory` (a hub name, with the CLI's loaders) a local directory."""
-    where = locate_model(local(directory) if local is not None else directory)
+    `directory` makes `teacher_name` (a hub name, with the CLI's loaders) a local directory."""
+    where = locate_model(directory(teacher_name) if directory is not None else teacher_name)
     if where.spec.name != spec.name:
-        raise ConfigError(f"distill.teacher {directory!r} holds a {where.spec.name} model; this recipe fine-tunes "
+        raise ConfigError(f"distill.teacher {teacher_name!r} holds a {where.spec.name} model; this recipe fine-tunes "
                           f"{spec.name}: give a teacher fine-tuned for {spec.name}")
     teacher = spec.head.from_pretrained(where.model_dir).eval()
     t_labels, s_labels = teacher.config.id2label, student.config.id2label
     if spec.has_label_set and label_names and dict(t_labels) != dict(s_labels):
-        raise ConfigError(f"distill.teacher {directory!r} was trained with labels "
+        raise ConfigError(f"distill.teacher {teacher_name!r} was trained with labels "
                           f"{[t_labels[i] for i in sorted(t_labels)]}, the student with {label_names}: the soft "
                           "targets would not line up; use a teacher trained on the same label set")
     t_tok = load_tokenizer(where.model_dir)
     if t_tok.get_vocab() != tokenizer.get_vocab():
-        raise ConfigError(f"distill.teacher {directory!r} has another tokenizer ({t_tok.vocab_size} tokens) than the "
-                          f"student ({tokenizer.vocab_size}); the cached outputs are per token of the student's "
+        raise ConfigError(f"distill.teacher {teacher_name!r} has another tokenizer ({t_tok.vocab_size} tokens) than "
+                          f"the student ({tokenizer.vocab_size}); the cached outputs are per token of the student's "
                           "features: fine-tune the student with the teacher's tokenizer (tokenizer.name: "
                           f"{where.model_dir})")
     return teacher
