@@ -1,5 +1,6 @@
 """Shared test set-up: tests/ on sys.path (for the fixture modules) and hub isolation fixtures."""
 
+import os
 import socket
 import sys
 from pathlib import Path
@@ -7,6 +8,20 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def pytest_configure(config):
+    # Under pytest-xdist every worker would run torch (and each subprocess it starts) with one
+    # thread per core: n workers then oversubscribe the cores n times, and the small models of
+    # these tests slow down rather than speed up. Each worker gets its share of the cores.
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        import torch
+
+        threads = max(1, len(os.sched_getaffinity(0)) // int(workers))
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        torch.set_num_threads(threads)
+
 
 _HUB_ENV = ("NLP_OFFLINE", "HF_HUB_OFFLINE", "NLP_HUB_MIRROR", "NLP_HUB_CARDS")
 
