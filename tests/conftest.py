@@ -23,6 +23,16 @@ def pytest_configure(config):
         torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="session")
+def datasets_cache(tmp_path_factory) -> Path:
+    """One fresh cache of the built-in datasets for the whole run, shared by pytest-xdist's
+    workers (a build holds the cache's lock): each corpus is parsed once, not once per worker."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's directory; each worker's own is inside it
+    return base / "nlp-datasets-cache"
+
+
 _HUB_ENV = ("NLP_OFFLINE", "HF_HUB_OFFLINE", "NLP_HUB_MIRROR", "NLP_HUB_CARDS")
 
 

@@ -9,8 +9,8 @@ from nlp.tasks.ner.tags import get_entities
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "nlp-datasets-cache"
+def cache(datasets_cache):
+    return datasets_cache
 
 
 def test_reviews_split_is_fixed_and_disjoint(cache):

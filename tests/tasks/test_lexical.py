@@ -126,8 +126,8 @@ def test_read_tagged_words_and_its_errors(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "nlp-datasets-cache"  # shared with test_datasets_builtin.py
+def cache(datasets_cache):
+    return datasets_cache
 
 
 def test_builtin_dataset_has_the_ner_datasets_sentences_and_splits(cache):

@@ -94,9 +94,8 @@ def test_occurrences_finds_every_start_as_a_scan_does():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "nlp-datasets-cache"
-    return load_builtin("zh-ner-msra", cache), load_builtin("zh-ner", cache)[0]
+def built(datasets_cache):
+    return load_builtin("zh-ner-msra", datasets_cache), load_builtin("zh-ner", datasets_cache)[0]
 
 
 def test_zh_ner_msra_is_zh_ner_with_peoples_daily_relabelled(built):

@@ -126,9 +126,8 @@ def test_bio_bioes_round_trip_and_repair():
 
 
 @pytest.fixture(scope="module")
-def peoples_daily(tmp_path_factory):
+def peoples_daily(datasets_cache):
     from nlp.tasks.datasets.builtin import load_builtin
 
-    # one cache folder for the whole session: the corpus is parsed once
-    dsd, _ = load_builtin("peoples-daily-1998-ner", tmp_path_factory.getbasetemp() / "nlp-datasets-cache")
+    dsd, _ = load_builtin("peoples-daily-1998-ner", datasets_cache)
     return dsd
