@@ -1,4 +1,5 @@
-"""Shared test set-up: tests/ on sys.path (for the fixture modules) and hub isolation fixtures."""
+"""Shared test set-up: tests/ on sys.path (for the fixture modules), the cores shared out among
+pytest-xdist's workers, one dataset cache for the run, and hub isolation fixtures."""
 
 import os
 import socket
@@ -12,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 def pytest_configure(config):
     # Under pytest-xdist every worker would run torch (and each subprocess it starts) with one
-    # thread per core: n workers then oversubscribe the cores n times, and the small models of
-    # these tests slow down rather than speed up. Each worker gets its share of the cores.
+    # thread per core, so n workers would ask for n times the cores there are: each worker gets
+    # its share instead.
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         import torch
