@@ -9,6 +9,8 @@ tiny random model with a CRF (the general decoder's path)."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 import pytest
 import torch
@@ -123,12 +125,28 @@ def reference_user_words(pipe, text, words, positions, emissions):
     return sorted(out)
 
 
+def reference_pin_symbols(pipe, texts, emissions):
+    """Each character that is one unknown token and no letter, number or mark: S-w, and only S-w."""
+    names = [pipe.config.id2label[i] for i in range(pipe.config.num_labels)]
+    unk = pipe.tokenizer.unk_token_id
+    for characters, (scores, _) in zip(texts, emissions):
+        for j, c in enumerate(characters):
+            if unicodedata.category(c)[0] in "LNM":
+                continue
+            ids = pipe.tokenizer([[c]], is_split_into_words=True, add_special_tokens=False)["input_ids"][0]
+            if ids and set(ids) == {unk}:
+                scores[j] = -1e4
+                scores[j, names.index("S-" + SYMBOL_POS)] = 0.0
+
+
 def reference_analyse(pipe, texts, stride=None):
     """The words (start, end, pos) of each text, computed the pre-vectorisation way."""
     room = pipe.max_length - 2
     stride = max(1, room // 4) if stride is None else stride
     chars = [[i for i, c in enumerate(t) if not c.isspace()] for t in texts]
-    emissions = reference_emissions(pipe, [[texts[k][i] for i in chars[k]] for k in range(len(texts))], stride)
+    visible = [[texts[k][i] for i in chars[k]] for k in range(len(texts))]
+    emissions = reference_emissions(pipe, visible, stride)
+    reference_pin_symbols(pipe, visible, emissions)
     tags = reference_decode(pipe, emissions)
     names = [pipe.config.id2label[i] for i in range(pipe.config.num_labels)]
     out = []

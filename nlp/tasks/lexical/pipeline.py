@@ -53,6 +53,7 @@ from nlp.tasks.lexical.userdict import UserDictionary, UserDictSource
 from nlp.tasks.ner.crf import crf_scores
 from nlp.tasks.ner.heads import decode_constrained_rows, decode_tags
 from nlp.tasks.ner.preprocess import visible_characters
+from nlp.tasks.unreadable import UnreadableSymbols, pin_rows
 
 __all__ = ["LexicalAnalysisPipeline", "PosTaggingPipeline", "SegmentationPipeline"]
 
@@ -127,6 +128,7 @@ class LexicalAnalysisPipeline(Pipeline):
             raise ConfigError(f"stride={stride!r} must be an int in [0, {room}) for max_length={self.max_length}")
         visible = [visible_characters(t) for t in texts]  # (offsets, characters): each one a word
         emissions = self._emissions([characters for _, characters in visible], stride)
+        self._pin_symbols(emissions, visible)
         tags = self._decode(emissions, visible)
         out = []
         for text, (positions, _), em, ids in zip(texts, visible, emissions, tags):
@@ -140,6 +142,18 @@ class LexicalAnalysisPipeline(Pipeline):
                 words = []
             out.append(words)
         return out
+
+    def _pin_symbols(self, emissions: list[tuple[np.ndarray, np.ndarray]],
+                     visible: list[tuple[list[int], list[str]]]) -> None:
+        """An unreadable symbol is a word of its own, of POS w (nlp/tasks/unreadable.py): its
+        scores pinned to S-w, for a label set that has it."""
+        label = self._label_ids.get(("S", SYMBOL_POS))
+        if label is None:
+            return
+        for (scores, _), (_, characters) in zip(emissions, visible):
+            where = self._symbols.mask(characters)
+            if where is not None:
+                pin_rows(scores, where, label)
 
     def _char_tags(self, n: int, positions: list[int], tagged: np.ndarray, ids: list[int]) -> list[str | None]:
         """One tag name (or None: untagged, or white space) per character of a text of `n`."""
@@ -261,6 +275,10 @@ class LexicalAnalysisPipeline(Pipeline):
     def _token_cache(self) -> TokenCache:
         """The characters' token ids seen so far: rows without the tokenizer (nlp/tasks/char_windows.py)."""
         return TokenCache(self.tokenizer)
+
+    @functools.cached_property
+    def _symbols(self) -> UnreadableSymbols:
+        return UnreadableSymbols(self.tokenizer)
 
     @functools.cached_property
     def _pos_table(self) -> tuple[list[str], dict[str, np.ndarray]]:

@@ -2,6 +2,9 @@
 
     ner = nlp.pipeline("token-classification", model="ner_out/")
     ner("张三在北京工作")   # [{"type": "PER", "text": "张三", "start": 0, "end": 2, "score": ...}, ...]
+
+A symbol the tokenizer cannot read (an emoji outside the vocabulary) is in no entity
+(nlp/tasks/unreadable.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from nlp.tasks.ner.crf import crf_scores
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import visible_characters
+from nlp.tasks.unreadable import UnreadableSymbols, pin_rows
 
 __all__ = ["TokenClassificationPipeline"]
 
@@ -70,9 +74,13 @@ class TokenClassificationPipeline(Pipeline):
         num_labels = logits_rows[0].shape[-1]
         lengths = [len(windows[r].positions) for r in rows]
         emissions = torch.zeros((len(rows), max(lengths), num_labels))
+        outside = self._outside_label
+        symbols = [None if outside is None else self._symbols.mask(w) for w in words]
         for j, (r, lg) in enumerate(zip(rows, logits_rows)):
-            emissions[j, : lengths[j]] = torch.from_numpy(np.ascontiguousarray(lg[windows[r].positions],
-                                                                                dtype=np.float32))
+            row = np.array(lg[windows[r].positions], dtype=np.float32)
+            if symbols[sample[r]] is not None:  # an unreadable symbol is in no entity (nlp/tasks/unreadable.py)
+                pin_rows(row, symbols[sample[r]][windows[r].chars], outside)
+            emissions[j, : lengths[j]] = torch.from_numpy(row)
         mask = torch.arange(emissions.shape[1])[None, :] < torch.tensor(lengths)[:, None]  # (R, W)
         decoded = decode_tags(emissions, mask, self.config.id2label, crf=crf_scores(self.backend.decoding))
         tags = torch.zeros(mask.shape, dtype=torch.long)
@@ -88,6 +96,15 @@ class TokenClassificationPipeline(Pipeline):
     def _token_cache(self) -> TokenCache:
         """The characters' token ids seen so far: rows without the tokenizer (nlp/tasks/char_windows.py)."""
         return TokenCache(self.tokenizer)
+
+    @functools.cached_property
+    def _symbols(self) -> UnreadableSymbols:
+        return UnreadableSymbols(self.tokenizer)
+
+    @functools.cached_property
+    def _outside_label(self) -> int | None:
+        """The id of the label "O" (outside every entity); None for a label set without one."""
+        return next((i for i, name in (self.config.id2label or {}).items() if name == "O"), None)
 
 
 class _Best:
