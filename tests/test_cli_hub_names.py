@@ -63,6 +63,13 @@ def test_merge_by_name(tmp_path, capsys):
     assert merged["accuracy"] == json.loads(capsys.readouterr().out)["accuracy"]
 
 
+def test_merging_models_of_two_tasks_names_them_as_given(tmp_path, capsys):
+    assert main(["merge", NAME, "ernie-tiny-zh-ner", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert f"ernie-tiny-zh-ner is a token-classification model and {NAME} a text-classification one" in err, err
+    assert "snapshots" not in err and not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("command", [["evaluate", "--data", "test"], ["predict", "--input", "x.txt"],
                                      ["export", "--out", "x"], ["prune-vocab", "--out", "x", "--corpus", "c.txt"],
                                      ["prune-width", "--out", "x"], ["merge", NAME, "--out", "x"]])

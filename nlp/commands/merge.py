@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from nlp.commands._models import local_model
     from nlp.train.merging import merge_models
 
-    r = merge_models([local_model(m) for m in args.models], args.weights, args.out, task=args.task)
+    r = merge_models([local_model(m) for m in args.models], args.weights, args.out, task=args.task,
+                     names=args.models)
     for source, weight in zip(r.sources, r.weights):
         print(f"  {weight:.4g} x {source}")
     if r.differing_tokenizer_files:

@@ -65,9 +65,11 @@ def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
 
 
 def merge_models(sources: Sequence[str | os.PathLike], weights: Sequence[float] | None, out: str | os.PathLike,
-                 *, task: str | None = None) -> MergeResult:
+                 *, task: str | None = None, names: Sequence[str] | None = None) -> MergeResult:
     """Write to `out` the weighted average of `sources` (runs or model directories); `weights`
-    (one per source, >= 0, summing to 1; None: equal). See the module docstring."""
+    (one per source, >= 0, summing to 1; None: equal); `names`: how errors name the sources (the
+    hub names a user gave for the directories they resolve to; default the paths). See the module
+    docstring."""
     if len(sources) < 2:
         raise ConfigError(f"give two or more models to merge (got {len(sources)})")
     weights = _check_weights(weights, len(sources))
@@ -75,26 +77,27 @@ def merge_models(sources: Sequence[str | os.PathLike], weights: Sequence[float] 
     if out.exists():
         raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
     where = [locate_model(s, task) for s in sources]
-    first = where[0]
-    for w in where[1:]:
+    shown = [str(n) for n in names] if names is not None else [str(w.model_dir) for w in where]
+    first, first_name = where[0], shown[0]
+    for w, name in zip(where[1:], shown[1:]):
         if w.spec.name != first.spec.name:
-            raise ConfigError(f"{w.model_dir} is a {w.spec.name} model and {first.model_dir} a {first.spec.name} "
+            raise ConfigError(f"{name} is a {w.spec.name} model and {first_name} a {first.spec.name} "
                               "one; merge models of one task")
     models = [w.spec.head.from_pretrained(w.model_dir) for w in where]
     base = models[0]
     states = [m.state_dict() for m in models]
-    for w, m, state in zip(where[1:], models[1:], states[1:]):
+    for shown_as, m, state in zip(shown[1:], models[1:], states[1:]):
         if m.config.id2label != base.config.id2label:
-            raise ConfigError(f"{w.model_dir} has the labels {m.config.id2label} and {first.model_dir} "
+            raise ConfigError(f"{shown_as} has the labels {m.config.id2label} and {first_name} "
                               f"{base.config.id2label}; merge models with the same labels in the same order")
         if state.keys() != states[0].keys():
             missing = sorted(set(states[0]) ^ set(state))[:3]
-            raise ConfigError(f"{w.model_dir} and {first.model_dir} have different parameters ({', '.join(missing)} "
+            raise ConfigError(f"{shown_as} and {first_name} have different parameters ({', '.join(missing)} "
                               "...); merge models of one architecture")
         for name, tensor in state.items():
             if tensor.shape != states[0][name].shape:
-                raise ConfigError(f"{name} is {tuple(tensor.shape)} in {w.model_dir} and "
-                                  f"{tuple(states[0][name].shape)} in {first.model_dir}; merge models of one size")
+                raise ConfigError(f"{name} is {tuple(tensor.shape)} in {shown_as} and "
+                                  f"{tuple(states[0][name].shape)} in {first_name}; merge models of one size")
     merged = {}
     for name, tensor in states[0].items():
         if tensor.is_floating_point():
