@@ -22,7 +22,10 @@ tokens (blank, or only characters the tokenizer drops: NUL, ZWSP, BOM, U+FE0F, a
 mark) is blank to the model, and every task treats it so (`tokenless`, `on_tokenless`): NER and
 the lexical tasks give no entities and no words, QA no answer; classification and embeddings,
 whose answer would be the model's output for [CLS] [SEP] alone, the same for every such text,
-raise DataError naming the text; the server answers 422 naming the field for every task.
+raise DataError naming the text; the server answers 422 naming the field for every task. White
+space that a tokenizer makes a bare word-start mark of (XLM-R's) counts as no token. Those tasks
+refuse a text whose every token is the unknown one as well ("😡" to a vocabulary without it:
+`unknown_only`), for the same reason; NER and the lexical tasks answer it (nlp/tasks/unreadable.py).
 Batches are formed from all features at once, shortest first, `batch_size` rows per forward
 call: the windows of a long document run together, not one at a time. A PyTorch model on the CPU
 pads each batch's length up to a multiple of 8 (`pad_to_multiple_of="auto"`; None: to its
@@ -45,6 +48,7 @@ nlp/tasks/ner/preprocess.py; entity offsets are character offsets into the text 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -59,9 +63,10 @@ from nlp._common import ConfigError, DataError
 from nlp.models import PreTrainedEncoder
 from nlp.tasks.backend import Backend, TorchBackend
 from nlp.tasks.model_io import EXPORT_MANIFEST, MODEL_INPUTS, feature_length
+from nlp.tasks.unreadable import KnownCharacters
 from nlp.tokenizer import DataCollatorWithPadding, Tokenizer, load_tokenizer
 
-__all__ = ["Pipeline", "MODEL_INPUTS", "CPU_PAD_MULTIPLE", "TOKENLESS", "as_batch", "check_unicode",
+__all__ = ["Pipeline", "MODEL_INPUTS", "CPU_PAD_MULTIPLE", "TOKENLESS", "UNKNOWN_ONLY", "as_batch", "check_unicode",
            "fitting_pad_multiple"]
 
 logger = logging.getLogger(__name__)
@@ -78,6 +83,9 @@ _CUT_MARGIN = 128
 # every task's message.
 TOKENLESS = ("has no tokens: it is blank or holds only characters the tokenizer drops (controls such as NUL, "
              "format characters such as ZWSP or BOM, variation selectors, lone combining marks)")
+# What a text whose every token is the unknown one is, likewise (nlp/tasks/unreadable.py).
+UNKNOWN_ONLY = ("holds no character the model knows: every one is outside its vocabulary (an emoji or a "
+                "character it lacks, read as the unknown token)")
 
 
 def _short(value: Any) -> str:
@@ -148,26 +156,43 @@ class Pipeline:
     on_tokenless: str = "empty"
 
     def tokenless(self, texts: Sequence[str]) -> list[int]:
-        """The indices of the texts the tokenizer makes no token of."""
+        """The indices of the texts the tokenizer makes no token of, or only tokens that stand for
+        no character (XLM-R's tokenizer makes a bare word-start mark of white space)."""
         suspects = [i for i, t in enumerate(texts) if not _SURELY_TOKENS.search(t)]
         if not suspects:
             return []
         enc = self.tokenizer([texts[i] for i in suspects], add_special_tokens=False)
-        return [i for i, ids in zip(suspects, enc["input_ids"]) if not ids]
+        blank = self.tokenizer.contentless_ids
+        return [i for i, ids in zip(suspects, enc["input_ids"]) if blank.issuperset(ids)]
+
+    def unknown_only(self, texts: Sequence[str]) -> list[int]:
+        """The indices of the texts with tokens, all of them the unknown one (or a bare word-start
+        mark): "😡" to a vocabulary without it. Their answer is the model's for `[UNK]` alone."""
+        known = self._known_characters
+        suspects = [i for i, t in enumerate(texts) if not known.any_in(t)]
+        if not suspects:
+            return []
+        enc = self.tokenizer([texts[i] for i in suspects], add_special_tokens=False)
+        return [i for i, ids in zip(suspects, enc["input_ids"]) if ids and known.unknown.issuperset(ids)
+                and not self.tokenizer.contentless_ids.issuperset(ids)]
+
+    @functools.cached_property
+    def _known_characters(self) -> KnownCharacters:
+        return KnownCharacters(self.tokenizer)
 
     def check_tokens(self, texts: Sequence[str], what: str, single: bool) -> None:
-        """DataError naming the first text with no tokens, for a pipeline whose answer to one
-        would be silently wrong (`on_tokenless = "error"`)."""
+        """DataError naming the first text with no tokens, or none but unknown ones, for a pipeline
+        whose answer to one would be silently wrong (`on_tokenless = "error"`)."""
         if self.on_tokenless != "error":
             return
-        bad = self.tokenless(texts)
-        if bad:
-            i = bad[0]
-            name = what if single else f"{what} {i}"
-            more = f" (and {len(bad) - 1} more: {', '.join(map(str, bad[1:6]))}{', ...' if len(bad) > 6 else ''})" \
-                if len(bad) > 1 else ""
-            raise DataError(f"{name} {_short(texts[i])} {TOKENLESS}{more}; a {self.task} answer to it would be the "
-                            "same for every such text. Drop such texts, or give text with some content")
+        for bad, why in ((self.tokenless(texts), TOKENLESS), (self.unknown_only(texts), UNKNOWN_ONLY)):
+            if bad:
+                i = bad[0]
+                name = what if single else f"{what} {i}"
+                more = f" (and {len(bad) - 1} more: {', '.join(map(str, bad[1:6]))}{', ...' if len(bad) > 6 else ''})" \
+                    if len(bad) > 1 else ""
+                raise DataError(f"{name} {_short(texts[i])} {why}{more}; a {self.task} answer to it would be the "
+                                "same for every such text. Drop such texts, or give text with some content")
 
     def kept_prefixes(self, texts: Sequence[str], tokens: int) -> list[str]:
         """Each text cut to a prefix that holds its first `tokens` tokens exactly as the whole text

@@ -20,6 +20,7 @@ from typing import Any
 
 from nlp._common import ConfigError, DataError
 from nlp.tasks.backend import Backend
+from nlp.tasks.base_pipeline import UNKNOWN_ONLY
 from nlp.tasks.model_dirs import locate_model, trained_max_length
 from nlp.tasks.registry import get_task, list_tasks
 from nlp.tasks.spec import TaskSpec
@@ -105,14 +106,16 @@ def _refuse_tokenless(pipe: Any, rows: list[dict[str, Any] | None], spec: TaskSp
         return
     for field in spec.input_fields:
         numbered = [(n, r[field]) for n, r in enumerate(rows, 1) if r is not None and isinstance(r.get(field), str)]
-        bad = pipe.tokenless([text for _, text in numbered])
-        if bad:
-            n, text = numbered[bad[0]]
-            more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
-            raise DataError(f"input line {n}: {field} {text[:20]!r} has no tokens{more}: it holds only characters "
-                            "the tokenizer drops (controls such as NUL, format characters such as ZWSP or BOM), so "
-                            f"a {spec.name} answer to it would be the same for every such text. Make the line blank "
-                            "(an empty result) or remove it")
+        texts = [text for _, text in numbered]
+        for bad, why in ((pipe.tokenless(texts), "has no tokens{more}: it holds only characters the tokenizer drops "
+                                                 "(controls such as NUL, format characters such as ZWSP or BOM)"),
+                         (pipe.unknown_only(texts), UNKNOWN_ONLY + "{more}")):
+            if bad:
+                n, text = numbered[bad[0]]
+                more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
+                raise DataError(f"input line {n}: {field} {text[:20]!r} {why.format(more=more)}, so a {spec.name} "
+                                "answer to it would be the same for every such text. Make the line blank (an empty "
+                                "result) or remove it")
 
 
 def check_training_format(task: str | TaskSpec) -> TaskSpec:

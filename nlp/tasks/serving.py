@@ -32,6 +32,7 @@ from http import HTTPStatus
 from typing import Any
 
 from nlp._common import did_you_mean
+from nlp.tasks.base_pipeline import UNKNOWN_ONLY
 from nlp.tasks.options import CallOption, OptionError, check_options
 
 __all__ = ["Limits", "Parsed", "RequestError", "ServingAdapter", "FieldsAdapter",
@@ -108,7 +109,8 @@ def refuse_tokenless(served: Any, texts: Sequence[str], wheres: Sequence[str]) -
     it drops: NUL, ZWSP, BOM, U+FE0F, a lone combining mark): as `check_text` refuses a blank one,
     since such a text is blank to the model (its answer would be the model's for [CLS] [SEP]
     alone). A pipeline without a tokenizer (`tokenless`) is not asked."""
-    tokenless = getattr(getattr(served, "pipeline", None), "tokenless", None)
+    pipeline = getattr(served, "pipeline", None)
+    tokenless = getattr(pipeline, "tokenless", None)
     if tokenless is None or not texts:
         return
     bad = tokenless(list(texts))
@@ -118,6 +120,12 @@ def refuse_tokenless(served: Any, texts: Sequence[str], wheres: Sequence[str]) -
                                 f"({short(texts[bad[0]])}: controls such as NUL, format characters such as ZWSP or "
                                 "BOM, variation selectors, lone combining marks), so it is blank to the model; "
                                 "send text with some content")
+    if getattr(pipeline, "on_tokenless", "empty") == "error":  # its answer would be the model's for [UNK] alone
+        bad = pipeline.unknown_only(list(texts))
+        if bad:
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise RequestError(422, f"{wheres[bad[0]]} ({short(texts[bad[0]])}) {UNKNOWN_ONLY}{more}, so every such "
+                                    "text would get the same answer; send text with some characters it knows")
 
 
 def int_param(params: dict, name: str, *, minimum: int, allow_none: bool = False, maximum: int | None = None,

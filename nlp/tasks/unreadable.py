@@ -16,6 +16,12 @@ are unchanged; tests/tasks/test_unreadable_symbols.py.
 
     symbols = UnreadableSymbols(tokenizer)   # kept by the pipeline
     symbols.mask(list("😀李鹏"))             # array([ True, False, False])
+
+A whole text can be unreadable too: "😡" is `<unk>` to the shipped sentiment model's vocabulary,
+as "💩" and "👍" are, so each got the label the model gives a lone `<unk>` (positive, 0.85). The
+pipelines that refuse a text with no tokens (classification, embeddings, ranking: their answer
+would be the same for every such text) refuse one with no token they know for the same reason
+(`KnownCharacters`, `Pipeline.unknown_only`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["PINNED_LOGIT", "UnreadableSymbols", "pin_rows"]
+__all__ = ["PINNED_LOGIT", "KnownCharacters", "UnreadableSymbols", "pin_rows"]
 
 PINNED_LOGIT = -1e4  # every other label's score on a pinned character: far below any real logit
 _READABLE_CATEGORIES = ("L", "N", "M")  # letters, numbers, marks: never taken from the model
@@ -72,3 +78,35 @@ def pin_rows(scores: np.ndarray, where: np.ndarray, label: int) -> None:
     """Make `label` the only choice at the rows `where` (bool) of `scores` (n, labels), in place."""
     scores[where] = PINNED_LOGIT
     scores[where, label] = 0.0
+
+
+class KnownCharacters:
+    """Whether a text holds a character the tokenizer knows (one that alone is a token other than
+    the unknown one and a bare word-start mark), remembered per character: for a text of ordinary
+    characters the first one answers."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.unknown = set(tokenizer.contentless_ids) | {getattr(tokenizer, "unk_token_id", None)}
+        self._known: dict[str, bool] = {}
+
+    def any_in(self, text: str) -> bool:
+        known = self._known
+        for c in text:
+            verdict = known.get(c)
+            if verdict is None:
+                self._learn(text)
+                return any(known[c] for c in text)
+            if verdict:
+                return True
+        return False
+
+    def _learn(self, text: str) -> None:
+        new = [c for c in dict.fromkeys(text) if c not in self._known]
+        if len(self._known) + len(new) > _VERDICT_LIMIT:
+            self._known.clear()
+            new = list(dict.fromkeys(text))
+        ids = self.tokenizer([[c] for c in new], is_split_into_words=True, unspaced_words=True,
+                             add_special_tokens=False)["input_ids"]
+        for c, piece in zip(new, ids):
+            self._known[c] = any(t not in self.unknown for t in piece)

@@ -222,6 +222,13 @@ class Tokenizer:
         return {n: getattr(self, n) for n in SPECIAL_TOKEN_NAMES}
 
     @property
+    def contentless_ids(self) -> frozenset[int]:
+        """Ids of tokens that stand for no character of the text (a bare word-start mark, the
+        token a SentencePiece tokenizer makes of white space): a text of only these is blank to a
+        model. None here."""
+        return frozenset()
+
+    @property
     def vocab_size(self) -> int:
         """Size of the base vocabulary (what a model's embedding needs)."""
         return self._backend.get_vocab_size(with_added_tokens=False)

@@ -97,6 +97,12 @@ class UnigramTokenizer(Tokenizer):
         super().__init__(backend, model_max_length=model_max_length, **specials)
         self._unmarked: tokenizers.Tokenizer | None = None  # _unmarked_backend's copy, made at first use
 
+    @property
+    def contentless_ids(self) -> frozenset[int]:
+        """The bare word-start mark: what white space alone (" ", "\\t", U+3000) tokenizes to."""
+        mark = self._backend.token_to_id(WORD_START)
+        return frozenset() if mark is None else frozenset((mark,))
+
     def _configure_post_processor(self) -> None:
         cls, sep = self.cls_token, self.sep_token
         self._backend.post_processor = tokenizers.processors.TemplateProcessing(

@@ -120,6 +120,30 @@ def test_nlp_predict_names_the_line_of_a_text_with_no_tokens(models, tmp_path, c
     assert rows[0]["analysis"]["words"]
 
 
+@pytest.mark.parametrize("text", ["😡", "💩👍", "😀 😀"])
+def test_a_text_of_unknown_characters_only_is_refused_where_a_blank_one_is(models, text, tmp_path, capsys):
+    """Every such text is `[UNK]` alone to the model, so classification and embeddings would give
+    each the same answer (the shipped sentiment model said "positive, 0.85" to 😡); NER and the
+    lexical tasks answer them (no entity; each symbol a word of its own)."""
+    clf = nlp.pipeline("text-classification", model=str(models["text-classification"]))
+    with pytest.raises(DataError, match="text 1 .* holds no character the model knows"):
+        clf(["服务很好", text])
+    assert len(clf("服务很好😡")) == 1
+    emb = nlp.pipeline("feature-extraction", model=str(models["feature-extraction"]))
+    with pytest.raises(DataError, match="text 1 .* holds no character the model knows"):
+        emb(["好", text])
+    assert nlp.pipeline("ner", model=str(models["token-classification"]))(text) == []
+    words = nlp.pipeline("word-segmentation", model=str(LEXICAL))(text)
+    assert [w["word"] for w in words] == [c for c in text if not c.isspace()]
+    from nlp.cli import main
+
+    src = tmp_path / "in.txt"
+    src.write_text(f"今天天气很好\n{text}\n", encoding="utf-8")
+    assert main(["predict", str(models["feature-extraction"]), "--input", str(src), "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "input line 2" in err and "holds no character the model knows" in err and not (tmp_path / "o").exists()
+
+
 # ------------------------------------------------------------ texts with no tokens: the server
 
 @pytest.fixture(scope="module")
@@ -147,6 +171,20 @@ def test_every_embedding_route_refuses_a_text_with_no_tokens_naming_field_and_in
 
         assert re.search(match, message), (route, message)
     assert httpx.post(embed_url + "/embed", json={"inputs": ["好", "坏"]}, timeout=60).status_code == 200
+
+
+def test_the_server_refuses_a_text_of_unknown_characters_only_where_it_would_answer_the_same(embed_url, models):
+    for route, body, where in (("/embed", {"inputs": ["好", "😡"]}, "inputs[1]"),
+                               ("/similarity", {"inputs": {"source_sentence": "好", "sentences": ["💩"]}},
+                                "inputs.sentences[0]"),
+                               ("/predict", {"inputs": "👍"}, "inputs")):
+        r = httpx.post(embed_url + route, json=body, timeout=60)
+        message = r.json()["message"] if route == "/predict" else r.json().get("error")
+        assert r.status_code == 422 and message.startswith(where + " (") and "holds no character the model knows" \
+            in message, (route, r.text)
+    with fx.running(ServeConfig(model=str(models["token-classification"]), precision="fp32")) as url:
+        r = httpx.post(url + "/predict", json={"inputs": ["😡", "李鹏😡在北京"]}, timeout=60)
+        assert r.status_code == 200 and r.json()[0] == [], r.text
 
 
 def test_other_tasks_on_the_server_refuse_a_text_with_no_tokens_as_they_refuse_a_blank_one(models):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import nlp
-from nlp.tasks.unreadable import PINNED_LOGIT, UnreadableSymbols, pin_rows
+from nlp._common import DataError
+from nlp.tasks.unreadable import PINNED_LOGIT, KnownCharacters, UnreadableSymbols, pin_rows
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +80,26 @@ def test_the_lexical_default_makes_each_unreadable_symbol_a_word_of_pos_w(lac):
     assert [(e["type"], e["text"]) for e in got["entities"]] == [("PER", "李鹏")]
     segment = nlp.pipeline("word-segmentation", model=lac.model, tokenizer=lac.tokenizer)
     assert "👍" in [w["word"] for w in segment("李鹏👍在北京开会")]
+
+
+def test_known_characters_find_a_character_the_vocabulary_has(ner):
+    known = KnownCharacters(ner.tokenizer)
+    assert known.any_in("😀😀李") and known.any_in("a") and known.any_in("★")
+    assert not known.any_in("😀💩") and not known.any_in("") and not known.any_in("\u200b")
+
+
+def test_the_sentiment_default_refuses_white_space_and_unknown_characters_only():
+    """XLM-R's tokenizer makes a bare word-start mark of white space, so "   " had a token and got
+    the label of an empty review; 😡 and 💩 are one <unk> to the pruned vocabulary, and got
+    "positive, 0.85" both."""
+    sentiment = nlp.pipeline("sentiment-analysis")
+    mark = sentiment.tokenizer.convert_tokens_to_ids("\u2581")
+    assert sentiment.tokenizer.contentless_ids == {mark}
+    assert sentiment.tokenizer("   ", add_special_tokens=False)["input_ids"] == [mark]
+    for text in ("   ", "\u3000", "\u200b "):
+        with pytest.raises(DataError, match="has no tokens"):
+            sentiment(text)
+    for text in ("😡", "💩", "👍 👍"):
+        with pytest.raises(DataError, match="holds no character the model knows"):
+            sentiment(text)
+    assert sentiment("垃圾😡")[0]["label"] == "negative"
