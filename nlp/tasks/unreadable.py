@@ -55,6 +55,7 @@ class UnreadableSymbols:
         if new:
             if len(verdict) + len(new) > _VERDICT_LIMIT:
                 verdict.clear()
+                new = list(set(characters))
             self._learn(new)
         if not any(verdict[c] for c in set(characters)):
             return None

@@ -40,6 +40,16 @@ def test_only_symbols_outside_the_vocabulary_are_unreadable(ner):
     assert symbols.mask([]) is None
 
 
+def test_the_verdicts_stay_bounded(ner, monkeypatch):
+    monkeypatch.setattr("nlp.tasks.unreadable._VERDICT_LIMIT", 4)
+    symbols, known = UnreadableSymbols(ner.tokenizer), KnownCharacters(ner.tokenizer)
+    assert symbols.mask(list("李鹏😀")).tolist() == [False, False, True]
+    # past the limit it forgets and relearns, 李 (known before) too
+    assert symbols.mask(list("李北京⚽")).tolist() == [False, False, False, True]
+    assert len(symbols._verdict) <= 4
+    assert not known.any_in("😀⚽") and known.any_in("北京上海⚽") and len(known._known) <= 5
+
+
 def test_a_tokenizer_without_an_unknown_token_has_no_unreadable_symbols():
     class NoUnk:
         unk_token_id = None
