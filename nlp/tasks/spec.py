@@ -26,6 +26,7 @@ task's own knobs: QA `doc_stride`, NER `long_sentences`, ...); None means its de
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 import shutil
@@ -339,8 +340,16 @@ class TaskSpec:
         """One input record of `nlp predict` (a decoded JSON line), checked: an object with every
         `input_fields` key, each a string, and the `optional_input_fields` strings. DataError
         names `where` (FILE:LINE) and the field."""
-        if not isinstance(record, dict) or any(k not in record for k in self.input_fields):
-            raise DataError(f"{where}: expected an object with {', '.join(self.input_fields)}")
+        if not isinstance(record, dict):
+            raise DataError(f"{where}: expected an object with {', '.join(map(repr, self.input_fields))}, got "
+                            f"{_json_short(record)}")
+        missing = [k for k in self.input_fields if k not in record]
+        if missing:
+            has = f"its fields are {', '.join(map(repr, record))}" if record else "it has no fields"
+            close = difflib.get_close_matches(missing[0], [str(k) for k in record], n=1, cutoff=0.6)
+            fix = f"rename {close[0]!r} to {missing[0]!r}" if close else \
+                f"give each line {', '.join(map(repr, self.input_fields))}"
+            raise DataError(f"{where}: the object lacks {', '.join(map(repr, missing))} ({has}); {fix}")
         for key in (*self.input_fields, *self.optional_input_fields):
             if key in record and not isinstance(record[key], str):
                 value = record[key]

@@ -62,3 +62,20 @@ def test_jsonl_null_or_non_string_text_names_file_and_line(tmp_path):
     p.write_text("{not json\n", encoding="utf-8")
     with pytest.raises(DataError, match=rf"{p}:1: not a JSON object"):
         read_inputs(p, "text-classification")
+
+
+def test_a_jsonl_record_without_its_field_names_the_fields_it_has_and_the_fix(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_text(json.dumps({"text": "好"}) + "\n" + json.dumps({"txt": "坏"}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{p}:2: the object lacks 'text' \(its fields are 'txt'\); rename 'txt' to 'text'"):
+        read_inputs(p, "text-classification")
+    p.write_text(json.dumps({"question": "谁", "passage": "张三"}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r":1: the object lacks 'context' \(its fields are 'question', 'passage'\); "
+                                        r"give each line 'question', 'context'"):
+        read_inputs(p, "question-answering")
+    p.write_text("{}\n[1, 2]\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r":1: the object lacks 'text' \(it has no fields\)"):
+        read_inputs(p, "token-classification")
+    p.write_text("[1, 2]\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r":1: expected an object with 'text', got \[1, 2\]"):
+        read_inputs(p, "token-classification")
