@@ -222,6 +222,12 @@ class Tokenizer:
         return {n: getattr(self, n) for n in SPECIAL_TOKEN_NAMES}
 
     @property
+    def input_fold(self) -> dict[int, int] | None:
+        """A `str.translate` table (one character for one) the tokenizer applies to every text
+        before the rest, for a caller that matches words against what the model reads; None here."""
+        return None
+
+    @property
     def contentless_ids(self) -> frozenset[int]:
         """Ids of tokens that stand for no character of the text (a bare word-start mark, the
         token a SentencePiece tokenizer makes of white space): a text of only these is blank to a

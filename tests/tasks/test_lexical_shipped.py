@@ -67,3 +67,28 @@ def test_predict_word_segmentation_with_no_model(tmp_path):
     rows = [json.loads(x) for x in run_nlp("predict", "--task", "word-segmentation", "--input", str(path)).stdout.splitlines()]
     assert rows[1] == {"text": "", "words": []}
     assert rows[0]["words"] == nlp.pipeline("word-segmentation")(TEXT)
+
+
+def test_ascii_digits_and_latin_read_as_the_full_width_forms_it_was_trained_on(seg):
+    """People's Daily 1998 writes "１９９８年" and "３．５％"; the tokenizer widens ASCII
+    (`widen_ascii`), so today's "2024年" and "3.5%" are one word each, offsets on the text as given;
+    before, "20" / "24年" and "3" / "." / "5" / "%"."""
+    assert seg.tokenizer.widen_ascii
+    text = "会议于2024年3月15日举行，GDP增长了3.5%。"
+    words = [(w["word"], w["start"], w["end"]) for w in seg(text)]
+    assert [w for w, _, _ in words] == ["会议", "于", "2024年", "3月", "15日", "举行", "，", "GDP", "增长", "了", "3.5%", "。"]
+    assert all(text[s:e] == w for w, s, e in words)
+    # held-out sentences with their digits, Latin letters and .%:/-+ in ASCII get the words of
+    # the full-width originals, exactly (the word lexicon reads the widened characters too)
+    from nlp.tasks import datasets as nds
+
+    narrow = {o: o - 0xFEE0 for o in range(0xFF01, 0xFF5F) if chr(o - 0xFEE0).isalnum() or chr(o - 0xFEE0) in ".%:/-+"}
+    texts = ["".join(ws) for ws in nds.load("peoples-daily-1998-lexical", "test").select(range(600))["words"]]
+    changed = [t for t in texts if t.translate(narrow) != t]
+    assert len(changed) > 150
+    pos = nlp.pipeline("pos-tagging")
+
+    def spans(texts):
+        return [[(w["start"], w["end"], w["pos"]) for w in words] for words in pos(texts)]
+
+    assert spans([t.translate(narrow) for t in changed]) == spans(changed)

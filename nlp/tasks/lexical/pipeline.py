@@ -209,10 +209,13 @@ class LexicalAnalysisPipeline(Pipeline):
         """Each text's tagged characters decoded with the lexicon's bonus on the words it finds in
         them (a word only where its characters stand side by side in the text)."""
         rows, matches = [], []
+        fold = self.tokenizer.input_fold  # the lexicon's words are written as the model reads them
         for (em, tagged), (positions, characters) in zip(emissions, visible):
             if not tagged.all():
                 keep = np.flatnonzero(tagged)
                 em, positions, characters = em[keep], [positions[j] for j in keep], [characters[j] for j in keep]
+            if fold is not None:
+                characters = "".join(characters).translate(fold)
             starts, ends, bonus = self.lexicon.find(characters)
             if len(starts) and positions and positions[-1] - positions[0] != len(positions) - 1:  # a gap somewhere
                 at = np.asarray(positions)
