@@ -50,14 +50,14 @@ class UnreadableSymbols:
         """One bool per character (True: an unreadable symbol), or None when there is none."""
         if self.unk_id is None:
             return None
-        verdict = self._verdict
-        new = [c for c in set(characters) if c not in verdict]
+        verdict, distinct = self._verdict, set(characters)
+        new = [c for c in distinct if c not in verdict]
         if new:
             if len(verdict) + len(new) > _VERDICT_LIMIT:
                 verdict.clear()
-                new = list(set(characters))
+                new = list(distinct)
             self._learn(new)
-        if not any(verdict[c] for c in set(characters)):
+        if not any(verdict[c] for c in distinct):
             return None
         return np.fromiter((verdict[c] for c in characters), dtype=bool, count=len(characters))
 
