@@ -151,6 +151,7 @@ def _with_extra_train(spec: TaskSpec, data: Any, train: Any, source: str) -> tup
         other = spec.label_names(extra)
         if names is not None and other is not None and other != names:
             raise ConfigError(f"{key}: its labels {other} differ from the train split's {names}")
+        extra = _with_record_ids(extra, train, key)
         if extra.features != train.features:
             try:
                 extra = extra.cast(train.features)
@@ -162,6 +163,20 @@ def _with_extra_train(spec: TaskSpec, data: Any, train: Any, source: str) -> tup
     logger.info("data: %d training records (%d from %s, %s from data.extra_train)", len(joined), len(train),
                 source, " + ".join(str(len(p)) for p in parts[1:]))
     return joined, f"{source} + " + " + ".join(data.extra_train)
+
+
+def _with_record_ids(extra: Any, train: Any, key: str) -> Any:
+    """`extra` with the text columns the train split has and its files lack (a built-in dataset's
+    `id`) filled with ids of its own ("FILE:ROW"), so the two join; any other missing column is
+    left for the caller's check to name."""
+    import datasets
+
+    missing = [c for c in train.column_names if c not in extra.column_names
+               and train.features[c] == datasets.Value("string")]
+    for column in missing:
+        extra = extra.add_column(column, [f"{key}:{j}" for j in range(len(extra))])
+    return extra.select_columns(train.column_names) if missing and set(train.column_names) <= set(extra.column_names) \
+        else extra
 
 
 def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, spec: TaskSpec | None = None) -> TaskData:

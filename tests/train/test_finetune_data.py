@@ -176,3 +176,27 @@ def test_an_extra_training_file_is_checked_and_named(tmp_path):
     bad.write_text("text,label\n\"unclosed,pos\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({bad}\): "):
         load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(bad)]))
+
+
+def test_an_extra_training_file_joins_a_split_whose_records_have_ids(tmp_path):
+    # a built-in NER dataset's records carry an `id` that a teacher's CoNLL lines do not: the extra
+    # records get ids of their own ("data.extra_train[0] (FILE):ROW") instead of a refusal
+    import datasets
+
+    from nlp.tasks.registry import get_task
+    from nlp.train.finetune import _with_extra_train
+
+    tags = datasets.ClassLabel(names=["O", "B-LOC", "I-LOC"])
+    features = datasets.Features({"id": datasets.Value("string"), "tokens": datasets.Sequence(datasets.Value("string")),
+                                  "ner_tags": datasets.Sequence(tags)})
+    train = datasets.Dataset.from_dict({"id": ["pd-1"], "tokens": [list("去北京")], "ner_tags": [[0, 1, 2]]},
+                                       features=features)
+    extra = tmp_path / "teacher.conll"
+    extra.write_text("到 O\n上 B-LOC\n海 I-LOC\n\n", encoding="utf-8")
+    recipe = recipe_from_dict({"task": {"name": "token-classification"}, "model": {"name": "x"},
+                               "data": {"dataset": "zh-ner", "extra_train": [str(extra)]}})
+    joined, source = _with_extra_train(get_task("token-classification"), recipe.data, train, "zh-ner")
+    assert joined.column_names == ["id", "tokens", "ner_tags"]
+    assert joined["id"] == ["pd-1", f"data.extra_train[0] ({extra}):0"]
+    assert joined["tokens"][1] == list("到上海") and joined["ner_tags"][1] == [0, 1, 2]
+    assert source == f"zh-ner + {extra}"
