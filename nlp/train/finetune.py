@@ -167,8 +167,8 @@ def _with_extra_train(spec: TaskSpec, data: Any, train: Any, source: str) -> tup
 
 def _with_record_ids(extra: Any, train: Any, key: str) -> Any:
     """`extra` with the text columns the train split has and its files lack (a built-in dataset's
-    `id`) filled with ids of its own ("FILE:ROW"), so the two join; any other missing column is
-    left for the caller's check to name."""
+    `id`) filled with ids of its own ("data.extra_train[i] (FILE):ROW"), so the two join; any other
+    missing column is left for the caller's check to name."""
     import datasets
 
     missing = [c for c in train.column_names if c not in extra.column_names
