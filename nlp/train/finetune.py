@@ -133,15 +133,19 @@ def _read_splits(spec: TaskSpec, data: Any, wanted: dict[str, str],
 
 def _with_extra_train(spec: TaskSpec, data: Any, train: Any, source: str) -> tuple[Any, str]:
     """The train split with the records of `data.extra_train` after it, and where it came from.
-    An extra file whose labels or columns differ from the train split's is refused by name."""
+    An extra file is read with the train split's label set (its ids by name: a teacher's file may
+    use some of the labels only); one with other labels or columns is refused by name."""
+    import dataclasses
+
     import datasets
 
     parts = [train]
     names = spec.label_names(train) if spec.trains_on(train) else None
+    as_train = dataclasses.replace(data, label_names=names) if names is not None and data.label_names is None else data
     for i, path in enumerate(data.extra_train):
         key = f"data.extra_train[{i}] ({path})"
         try:
-            extra = spec.read(path, data, need_labels=True)
+            extra = spec.read(path, as_train, need_labels=True)
         except DataError as err:
             raise ConfigError(f"{key}: {err}") from None
         if not spec.trains_on(extra):

@@ -165,8 +165,9 @@ def test_an_extra_training_file_is_checked_and_named(tmp_path):
         _files_recipe({"train": str(train)}, extra_train=[str(tmp_path / "missing.csv")])
     other = tmp_path / "other.csv"
     other.write_text("text,label\n好评如潮,good\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({other}\): its labels \['good'\] differ "
-                                          r"from the train split's \['neg', 'pos'\]"):
+    # read with the train split's labels: the unknown one is named with its line
+    with pytest.raises(ConfigError, match=rf"data.extra_train\[0\] \({other}\): {other}:2: label 'good' is not in "
+                                          r"the label set \(neg, pos\)"):
         load_task_data(_files_recipe({"train": str(train)}, extra_train=[str(other)]))
     unlabelled = tmp_path / "unlabelled.csv"
     unlabelled.write_text("text\n不错\n", encoding="utf-8")
@@ -180,23 +181,24 @@ def test_an_extra_training_file_is_checked_and_named(tmp_path):
 
 def test_an_extra_training_file_joins_a_split_whose_records_have_ids(tmp_path):
     # a built-in NER dataset's records carry an `id` that a teacher's CoNLL lines do not: the extra
-    # records get ids of their own ("data.extra_train[0] (FILE):ROW") instead of a refusal
+    # records get ids of their own ("data.extra_train[0] (FILE):ROW") instead of a refusal; and a
+    # teacher's file that uses some of the tags only reads them by name with the split's ids
     import datasets
 
     from nlp.tasks.registry import get_task
     from nlp.train.finetune import _with_extra_train
 
-    tags = datasets.ClassLabel(names=["O", "B-LOC", "I-LOC"])
+    tags = datasets.ClassLabel(names=["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
     features = datasets.Features({"id": datasets.Value("string"), "tokens": datasets.Sequence(datasets.Value("string")),
                                   "ner_tags": datasets.Sequence(tags)})
     train = datasets.Dataset.from_dict({"id": ["pd-1"], "tokens": [list("去北京")], "ner_tags": [[0, 1, 2]]},
                                        features=features)
     extra = tmp_path / "teacher.conll"
-    extra.write_text("到 O\n上 B-LOC\n海 I-LOC\n\n", encoding="utf-8")
+    extra.write_text("见 O\n李 B-PER\n鹏 I-PER\n\n", encoding="utf-8")
     recipe = recipe_from_dict({"task": {"name": "token-classification"}, "model": {"name": "x"},
                                "data": {"dataset": "zh-ner", "extra_train": [str(extra)]}})
     joined, source = _with_extra_train(get_task("token-classification"), recipe.data, train, "zh-ner")
     assert joined.column_names == ["id", "tokens", "ner_tags"]
     assert joined["id"] == ["pd-1", f"data.extra_train[0] ({extra}):0"]
-    assert joined["tokens"][1] == list("到上海") and joined["ner_tags"][1] == [0, 1, 2]
+    assert joined["tokens"][1] == list("见李鹏") and joined["ner_tags"][1] == [0, 3, 4]
     assert source == f"zh-ner + {extra}"
