@@ -177,10 +177,13 @@ def _with_record_ids(extra: Any, train: Any, key: str) -> Any:
 
     missing = [c for c in train.column_names if c not in extra.column_names
                and train.features[c] == datasets.Value("string")]
+    if not missing:
+        return extra
     for column in missing:
         extra = extra.add_column(column, [f"{key}:{j}" for j in range(len(extra))])
-    return extra.select_columns(train.column_names) if missing and set(train.column_names) <= set(extra.column_names) \
-        else extra
+    if not set(train.column_names) <= set(extra.column_names):
+        return extra
+    return extra.select_columns(train.column_names)  # the split's column order, so the two concatenate
 
 
 def load_task_data(recipe: Recipe, fetch: Callable[..., Path] | None = None, *, spec: TaskSpec | None = None) -> TaskData:
