@@ -107,7 +107,7 @@ def test_predictions_written_as_training_lines_read_back_and_extend_the_train_sp
     # segmentation results carry no POS: refused before anything runs, naming the tasks that write lines
     refused = subprocess.run([sys.executable, "-m", "nlp", "predict", str(run / "run"), "--task", "word-segmentation",
                               "--input", str(path), "--format", "training"], capture_output=True, text=True, env=nlp_env())
-    assert refused.returncode != 0 and "tasks that write them: lexical-analysis, pos-tagging." in refused.stderr
+    assert refused.returncode != 0 and "tasks that write them: token-classification, lexical-analysis, pos-tagging." in refused.stderr
     assert "Traceback" not in refused.stderr
 
 

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import torch
 
+from nlp._common import DataError
 from nlp._extras import LazyModule
 from nlp._settings import Problem
 from nlp.tasks.ner.data import read_conll, read_paddle_ner
@@ -18,7 +19,7 @@ from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.metrics import ner_metrics
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import preprocess_ner
-from nlp.tasks.ner.tags import get_entities
+from nlp.tasks.ner.tags import detect_scheme, get_entities
 from nlp.tasks.ner.serving import TokenClassificationAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
 from nlp.tokenizer.gazetteer import gazetteer_name_problem
@@ -72,6 +73,8 @@ class TokenClassificationSpec(TaskSpec):
     preprocess = staticmethod(preprocess_ner)
     metric = staticmethod(ner_metrics)
     postprocess = staticmethod(tags_to_entities)
+    training_format = ("CoNLL: a character and its BIO tag a line (京<TAB>B-LOC), a blank line after each "
+                       "text; white space left out, as the tokenizer leaves it out")
 
     def serving_routes(self) -> dict[str, Any]:
         # POST /: the endpoint root huggingface_hub's InferenceClient.token_classification posts to;
@@ -84,6 +87,9 @@ class TokenClassificationSpec(TaskSpec):
         fmt = kwargs.pop("format", "conll")
         if data.label_names is not None:
             kwargs.setdefault("label_names", data.label_names)
+            # a BIO file read with BIOES label names (a teacher's lines joining a BIOES split)
+            # would otherwise keep B-/I- where the label set means S-/E-
+            kwargs.setdefault("to_scheme", detect_scheme(data.label_names))
         return read_paddle_ner(path, **kwargs) if fmt == "paddle" else read_conll(path, **kwargs)
 
     def label_names(self, ds: datasets.Dataset) -> list[str]:
@@ -141,6 +147,31 @@ class TokenClassificationSpec(TaskSpec):
 
     def empty_prediction(self) -> dict[str, Any]:
         return {"entities": []}
+
+    def training_line(self, result: dict[str, Any]) -> str:
+        # one line per character, the text's block ending in a blank line; white space is left
+        # out: the tokenizer drops it, so the model never sees it, and a token column split on
+        # white space could not hold it
+        text, entities = result["text"], result[self.result_field]
+        tags = ["O"] * len(text)
+        taken = [False] * len(text)
+        for e in sorted(entities, key=lambda e: e["start"]):
+            start, end, type_ = e["start"], e["end"], e["type"]
+            where = f"entity {e.get('text')!r} at [{start}, {end})"
+            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
+                raise DataError(f"{where} is outside the text of {len(text)} characters")
+            if not isinstance(type_, str) or not type_ or any(c.isspace() for c in type_):
+                raise DataError(f"{where} has type {type_!r}, which a tag column cannot hold")
+            if any(taken[start:end]):
+                raise DataError(f"{where} overlaps another entity")
+            taken[start:end] = [True] * (end - start)
+            kept = [i for i in range(start, end) if not text[i].isspace()]
+            if not kept:
+                raise DataError(f"{where} holds only white space")
+            for i in kept:
+                tags[i] = f"{'B' if i == kept[0] else 'I'}-{type_}"
+        lines = [f"{char}\t{tag}" for char, tag in zip(text, tags) if not char.isspace()]
+        return "\n".join(lines) + "\n" if lines else ""
 
 
 TOKEN_CLASSIFICATION = TokenClassificationSpec()
