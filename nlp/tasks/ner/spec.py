@@ -18,7 +18,7 @@ from nlp.tasks.ner.crf import crf_scores
 from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.metrics import ner_metrics
 from nlp.tasks.ner.postprocess import tags_to_entities
-from nlp.tasks.ner.preprocess import preprocess_ner
+from nlp.tasks.ner.preprocess import preprocess_ner, visible_characters
 from nlp.tasks.ner.tags import detect_scheme, get_entities
 from nlp.tasks.ner.serving import TokenClassificationAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
@@ -149,13 +149,13 @@ class TokenClassificationSpec(TaskSpec):
         return {"entities": []}
 
     def training_line(self, result: dict[str, Any]) -> str:
-        # one line per character, the text's block ending in a blank line; white space is left
-        # out: the tokenizer drops it, so the model never sees it, and a token column split on
-        # white space could not hold it
+        # one line per character the pipeline fed the model (`visible_characters`: white space
+        # left out, which a token column split on white space could not hold either), the
+        # text's block ending in a blank line
         text, entities = result["text"], result[self.result_field]
         tags = ["O"] * len(text)
         taken = [False] * len(text)
-        for e in sorted(entities, key=lambda e: e["start"]):
+        for e in entities:
             start, end, type_ = e["start"], e["end"], e["type"]
             where = f"entity {e.get('text')!r} at [{start}, {end})"
             if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
@@ -170,8 +170,8 @@ class TokenClassificationSpec(TaskSpec):
                 raise DataError(f"{where} holds only white space")
             for i in kept:
                 tags[i] = f"{'B' if i == kept[0] else 'I'}-{type_}"
-        lines = [f"{char}\t{tag}" for char, tag in zip(text, tags) if not char.isspace()]
-        return "\n".join(lines) + "\n" if lines else ""
+        offsets, chars = visible_characters(text)
+        return "".join(f"{char}\t{tags[i]}\n" for i, char in zip(offsets, chars))
 
 
 TOKEN_CLASSIFICATION = TokenClassificationSpec()
