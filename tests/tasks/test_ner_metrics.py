@@ -131,3 +131,20 @@ def peoples_daily(datasets_cache):
 
     dsd, _ = load_builtin("peoples-daily-1998-ner", datasets_cache)
     return dsd
+
+
+def test_the_task_reports_each_type_beside_the_overall_scores():
+    # what `nlp evaluate`, the trainer's evaluations and results.json get: "f1/ORG" and its
+    # precision and recall next to the micro scores, as extraction names them
+    import numpy as np
+
+    from nlp.tasks.registry import get_task
+
+    names = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+    gold = np.array([5, 6, 0, 1, 2, 0, 3, 4, -100])
+    pred = np.array([5, 6, 0, 1, 2, 0, 1, 2, 0])  # the ORG read as a LOC
+    scores = get_task("ner").score([pred], [gold], label_names=names, examples=None, features=None, data=None)
+    assert scores["f1/PER"] == 1.0 and scores["recall/ORG"] == 0.0 and scores["precision/LOC"] == 0.5
+    assert scores["f1/LOC"] == pytest.approx(2 / 3) and scores["f1"] == pytest.approx(2 / 3)
+    assert set(scores) == {"precision", "recall", "f1"} | {f"{m}/{t}" for m in ("precision", "recall", "f1")
+                                                           for t in ("LOC", "ORG", "PER")}

@@ -139,7 +139,11 @@ class TokenClassificationSpec(TaskSpec):
             gold.append([names[i] for i in g[keep]])
             guess.append([names[i] if 0 <= i < len(names) else "O" for i in p[keep]])
         m = ner_metrics(gold, guess)
-        return {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"]}
+        out = {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"]}
+        for type_, per in sorted(m["per_type"].items()):  # "f1/ORG": extraction's names for a type's scores
+            out.update({f"precision/{type_}": per["precision"], f"recall/{type_}": per["recall"],
+                        f"f1/{type_}": per["f1"]})
+        return out
 
     def loss_units(self, model: Any) -> Callable[[Any], int] | None:
         # a CRF's loss is a mean over sequences, not over labelled tokens
