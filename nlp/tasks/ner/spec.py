@@ -19,7 +19,7 @@ from nlp.tasks.ner.heads import ErnieForTokenClassification, decode_tags
 from nlp.tasks.ner.metrics import ner_metrics
 from nlp.tasks.ner.postprocess import tags_to_entities
 from nlp.tasks.ner.preprocess import preprocess_ner, visible_characters
-from nlp.tasks.ner.tags import detect_scheme, get_entities
+from nlp.tasks.ner.tags import detect_scheme, get_entities, tags_from_spans
 from nlp.tasks.ner.serving import TokenClassificationAdapter
 from nlp.tasks.spec import TaskSettings, TaskSpec
 from nlp.tokenizer.gazetteer import gazetteer_name_problem
@@ -157,8 +157,10 @@ class TokenClassificationSpec(TaskSpec):
         # left out, which a token column split on white space could not hold either), the
         # text's block ending in a blank line
         text, entities = result["text"], result[self.result_field]
-        tags = ["O"] * len(text)
-        taken = [False] * len(text)
+        offsets, chars = visible_characters(text)
+        position = {offset: k for k, offset in enumerate(offsets)}
+        taken = [False] * len(text)  # overlaps are checked on the text, white space included
+        spans = []
         for e in entities:
             start, end, type_ = e["start"], e["end"], e["type"]
             where = f"entity {e.get('text')!r} at [{start}, {end})"
@@ -169,13 +171,12 @@ class TokenClassificationSpec(TaskSpec):
             if any(taken[start:end]):
                 raise DataError(f"{where} overlaps another entity")
             taken[start:end] = [True] * (end - start)
-            kept = [i for i in range(start, end) if not text[i].isspace()]
+            kept = [position[i] for i in range(start, end) if i in position]
             if not kept:
                 raise DataError(f"{where} holds only white space")
-            for i in kept:
-                tags[i] = f"{'B' if i == kept[0] else 'I'}-{type_}"
-        offsets, chars = visible_characters(text)
-        return "".join(f"{char}\t{tags[i]}\n" for i, char in zip(offsets, chars))
+            spans.append((type_, kept[0], kept[-1]))
+        tags = tags_from_spans(spans, len(chars), "BIO")
+        return "".join(f"{char}\t{tag}\n" for char, tag in zip(chars, tags))
 
 
 TOKEN_CLASSIFICATION = TokenClassificationSpec()
