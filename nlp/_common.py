@@ -1,6 +1,7 @@
 """Foundation shared by every layer: the exception classes, did-you-mean, atomic writes.
 
-This module imports nothing else of `nlp`, so any layer (the hub included) may use it.
+This module imports nothing else of `nlp` but the foundation's `nlp._signals`, so any layer (the
+hub included) may use it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
+
+from nlp._signals import signals_held
 
 __all__ = [
     "NlpError",
@@ -114,12 +117,15 @@ def atomic_directory(path: str | os.PathLike, *, mode: int | None = None) -> Ite
     into place, replacing a directory there); on failure it is removed. Readers see the old
     directory or the whole new one, never a part. `mode`: the directory's permissions (default:
     what mkdir would give under the umask)."""
-    tmp = temporary_sibling(path, mode=mode)
+    tmp = None
     try:
+        with signals_held():  # a signal between the mkdir and `tmp` being set would leak the directory
+            tmp = temporary_sibling(path, mode=mode)
         yield tmp
         publish_directory(tmp, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

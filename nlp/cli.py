@@ -14,6 +14,7 @@ import sys
 
 from nlp import __version__
 from nlp._common import NlpError
+from nlp._signals import terminate_raises
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        with terminate_raises():  # SIGTERM / SIGHUP end a command as Ctrl-C does: its cleanup runs
+            return int(args.func(args) or 0)
     except NlpError as err:
         # Errors raised on purpose carry their own fix; no stack trace for them.
         print(f"error: {err}", file=sys.stderr)

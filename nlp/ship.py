@@ -33,6 +33,7 @@ import yaml
 
 from nlp import hub
 from nlp._common import ConfigError, temporary_sibling
+from nlp._signals import signals_held
 from nlp.hub.builtin_cards import builtin_card, write_card_block
 from nlp.hub.registry import find_card
 from nlp.models.precision import DECLARABLE_PRECISIONS, DECLARED_PRECISION_KEY
@@ -327,9 +328,10 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
     final = assets / name
     # written whole beside its final place; published by hand below, not by publish_directory:
     # the cards file joins the swap (the old folder comes back if the card cannot be written)
-    stage = temporary_sibling(final, mode=0o755)  # 0o755: other users of the package read it
-    old = None
+    stage = old = None
     try:
+        with signals_held():  # a signal between the mkdir and `stage` being set would leak the directory
+            stage = temporary_sibling(final, mode=0o755)  # 0o755: other users of the package read it
         write_release(run, stage, name=name, license=license, weights=weights,
                       base_description=base_card.description if base_card is not None else "",
                       data_source=dataset.source if dataset is not None else "", how_made=how_made,
@@ -361,7 +363,8 @@ def ship(run_or_model_dir: str | os.PathLike, name: str, *, license: str | None 
                 old = None
             raise
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     hub.register_card(card)

@@ -44,8 +44,6 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +56,7 @@ from torch import nn
 from nlp._common import (ConfigError, DataError, NlpError, did_you_mean, publish_directory, temporary_sibling,
                          temporary_target)
 from nlp._extras import MissingExtraError, require
+from nlp._signals import signals_held
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
@@ -335,47 +334,6 @@ def _running(pid: int) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _terminate_raises():
-    """SIGTERM / SIGHUP during the export raise SystemExit (as Ctrl-C raises KeyboardInterrupt),
-    so that the temp directory is removed on every signal that can be caught."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_exit(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = {sig: signal.signal(sig, raise_exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """SIGINT, SIGTERM and SIGHUP held back, then raised again on leaving: what their handlers
-    raise lands where the caller can clean up, not between a directory's creation and the name
-    that would let anyone remove it. (Blocking them would not do: a signal sent to the process
-    goes to any thread not blocking it, and torch's threads do not.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: pending.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-                if signal.getsignal(sig) is not None}  # None: a handler set outside Python, left alone
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if pending:
-            signal.raise_signal(pending[0])  # to the handlers the caller installed
-
-
 def _make_temp_dir(out: Path) -> Path:
     """The temp directory beside `out` (created with its parents), or ConfigError in one line
     when `out`'s parent cannot be written: checked before any work."""
@@ -472,20 +430,19 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
     _check_trained_head(model_dir, task)
     task = spec.name
     _remove_stale_temp_dirs(out)
-    with _terminate_raises():
-        tmp = None
-        try:
-            with _signals_held():  # a signal between the mkdtemp and `tmp` being set would leak the dir
-                tmp = _make_temp_dir(out)  # before any work: an --out that cannot be written fails now
-            manifest, check, written_opset, fp32_bytes = _export_into(
-                tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts, calibration, keep_fp32)
-            model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
-            (tmp / _OWNER_FILE).unlink()
-            _replace_dir(tmp, out, force)
-        except BaseException:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    tmp = None
+    try:
+        with signals_held():  # a signal between the mkdtemp and `tmp` being set would leak the dir
+            tmp = _make_temp_dir(out)  # before any work: an --out that cannot be written fails now
+        manifest, check, written_opset, fp32_bytes = _export_into(
+            tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts, calibration, keep_fp32)
+        model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
+        (tmp / _OWNER_FILE).unlink()
+        _replace_dir(tmp, out, force)
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return ExportResult(out=out, task=task, precision=manifest["precision"], opset=written_opset,
                         source=model_dir, model_bytes=model_bytes, fp32_bytes=fp32_bytes, check=check,
                         seconds=time.perf_counter() - started, files=manifest["files"])
