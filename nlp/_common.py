@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import difflib
 import hashlib
+import logging
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from nlp._signals import signals_held
 
@@ -30,12 +31,15 @@ __all__ = [
     "temporary_sibling",
     "shared_sibling",
     "publish_directory",
+    "remove_abandoned_temporaries",
     "temporary_target",
     "fsync_directory",
     "current_umask",
     "sha256_file",
     "PRECISIONS",
 ]
+
+logger = logging.getLogger(__name__)
 
 # The precisions a PyTorch model runs inference in (nlp.models.precision resolves "auto"): the
 # `precision=` of pipelines, `nlp predict --precision`, `nlp serve --precision`, `nlp evaluate
@@ -97,10 +101,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterato
 
 
 # The one name scheme of a directory written whole: `.tmp-NAME` (shared by every process of a run:
-# a checkpoint they all write into), `.tmp-NAME~XXXXXXXX` (one writer's own), and the directory it
-# replaces, moved aside for a moment, `.tmp-NAME~XXXXXXXX.old`. Stale-cleanup recognises them all
-# with `temporary_target`.
+# a checkpoint they all write into), `.tmp-NAME~HOST_PID_XXXXXXXX` (one writer's own: HOST a hash
+# of the host name, PID the writing process), and the directory it replaces, moved aside for a
+# moment, `.tmp-NAME~HOST_PID_XXXXXXXX.old`. Stale-cleanup recognises them all with
+# `temporary_target`; the writer's part lets `remove_abandoned_temporaries` tell a dead writer's.
 _TEMP_DIR = re.compile(r"^\.tmp-(?P<name>[^~]+)(?:~[A-Za-z0-9_]+(?:\.old)?)?$")
+_WRITER = re.compile(r"^\.tmp-(?P<name>[^~]+)~(?P<host>[0-9a-f]{8})_(?P<pid>[0-9]+)_[A-Za-z0-9_]+(?:\.old)?$")
 
 
 def temporary_target(name: str) -> str | None:
@@ -117,6 +123,7 @@ def atomic_directory(path: str | os.PathLike, *, mode: int | None = None) -> Ite
     into place, replacing a directory there); on failure it is removed. Readers see the old
     directory or the whole new one, never a part. `mode`: the directory's permissions (default:
     what mkdir would give under the umask)."""
+    remove_abandoned_temporaries(path)
     tmp = None
     try:
         with signals_held():  # a signal between the mkdir and `tmp` being set would leak the directory
@@ -132,7 +139,7 @@ def atomic_directory(path: str | os.PathLike, *, mode: int | None = None) -> Ite
 def temporary_sibling(path: str | os.PathLike, *, shared: bool = False, mode: int | None = None) -> Path:
     """Make the empty temporary directory that `path` is written into before `publish_directory`.
     `shared`: named `.tmp-NAME`, the same for every writer (the processes of one run writing one
-    checkpoint), a stale one removed first; otherwise unique, `.tmp-NAME~XXXXXXXX`."""
+    checkpoint), a stale one removed first; otherwise unique, `.tmp-NAME~HOST_PID_XXXXXXXX`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if shared:
@@ -140,7 +147,7 @@ def temporary_sibling(path: str | os.PathLike, *, shared: bool = False, mode: in
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
     else:
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}~", dir=path.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}~{_writer()}_", dir=path.parent))
     os.chmod(tmp, (0o777 & ~current_umask()) if mode is None else mode)  # mkdtemp's 0700 would hide it
     return tmp
 
@@ -151,19 +158,15 @@ def shared_sibling(path: str | os.PathLike) -> Path:
     return Path(path).parent / f".tmp-{Path(path).name}"
 
 
-def publish_directory(tmp: str | os.PathLike, path: str | os.PathLike, *,
-                      claim_aside: Callable[[Path], None] | None = None) -> None:
+def publish_directory(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     """fsync everything under `tmp`, then rename it to `path`. A directory already at `path` is
-    moved aside first, into `.tmp-NAME~XXXXXXXX.old/` (which `claim_aside` may mark as its
-    writer's, for a stale-cleanup that checks owners), put back if the rename fails, and removed
-    last."""
+    moved aside first, into `.tmp-NAME~HOST_PID_XXXXXXXX.old/`, put back if the rename fails, and
+    removed last."""
     tmp, path = Path(tmp), Path(path)
     _fsync_tree(tmp)
     old = None
     if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}~", suffix=".old", dir=path.parent))
-        if claim_aside is not None:
-            claim_aside(old)
+        old = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}~{_writer()}_", suffix=".old", dir=path.parent))
         os.replace(path, old / path.name)
     try:
         os.replace(tmp, path)
@@ -174,6 +177,44 @@ def publish_directory(tmp: str | os.PathLike, path: str | os.PathLike, *,
     fsync_directory(path.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def remove_abandoned_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporary siblings of `path` (`.tmp-NAME~HOST_PID_*`, a write in progress or an
+    old directory moved aside) whose writer was a process of this host that is no longer running:
+    what SIGKILL, the OOM killer or a power cut left. Returns what was removed. A live writer's,
+    another host's (a shared file system) and any name outside the scheme are left alone."""
+    path = Path(path)
+    removed: list[Path] = []
+    if not path.parent.is_dir():
+        return removed
+    host = _writer().split("_")[0]
+    for p in path.parent.glob(f".tmp-{path.name}~*"):
+        m = _WRITER.match(p.name)
+        if m is None or m.group("name") != path.name or m.group("host") != host or _running(int(m.group("pid"))):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+        logger.info("removed %s, left by a write that did not finish (process %s)", p, m.group("pid"))
+    return removed
+
+
+def _writer() -> str:
+    """This process's part of a temporary name: `HOST_PID`."""
+    host = hashlib.sha256(os.uname().nodename.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{host}_{os.getpid()}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except OverflowError:  # not a pid at all
+        return False
+    return True
 
 
 def _fsync_tree(root: Path) -> None:

@@ -1,6 +1,7 @@
 """SIGTERM and SIGHUP end an `nlp` command as Ctrl-C does: the temporary directory it was writing
-is removed and it exits 128 + the signal's number. An ignored SIGHUP (nohup) stays ignored, and a
-signal that lands just after a temporary directory is made cannot leak it."""
+is removed and it exits 128 + the signal's number. What SIGKILL leaves goes with the next run. An
+ignored SIGHUP (nohup) stays ignored, and a signal that lands just after a temporary directory is
+made cannot leak it."""
 
 from __future__ import annotations
 
@@ -66,6 +67,19 @@ def test_a_terminated_command_removes_its_temporary_directory(source, tmp_path, 
     # the default action would end it with -signum and leave .tmp-pruned~XXXXXXXX/ behind
     assert done.returncode == 128 + signum, done.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
+def test_what_sigkill_left_goes_with_the_next_run_of_the_command(source, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("这家餐厅的服务非常好\n", encoding="utf-8")
+    argv = ["prune-vocab", str(source), "--out", str(tmp_path / "pruned"), "--corpus", str(corpus)]
+    killed = _run_signalled_command(argv, signal.SIGKILL)  # cannot be caught: nothing is cleaned up
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-pruned~")]
+    assert len(left) == 1 and (left[0] / "config.json").is_file()
+    done = subprocess.run([sys.executable, "-m", "nlp", *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "pruned"]
 
 
 def test_an_ignored_sighup_stays_ignored(source, tmp_path):

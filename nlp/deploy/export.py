@@ -53,8 +53,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlp._common import (ConfigError, DataError, NlpError, did_you_mean, publish_directory, temporary_sibling,
-                         temporary_target)
+from nlp._common import (ConfigError, DataError, NlpError, did_you_mean, publish_directory,
+                         remove_abandoned_temporaries, temporary_sibling)
 from nlp._extras import MissingExtraError, require
 from nlp._signals import signals_held
 from nlp.models import PreTrainedEncoder
@@ -288,50 +288,7 @@ def _replace_dir(tmp: Path, out: Path, force: bool) -> None:
         if not force:
             raise ConfigError(f"--out {str(out)!r} exists; choose another directory or pass --force to replace it")
         _check_replaceable(out)
-    publish_directory(tmp, out, claim_aside=_claim)
-
-
-# A temp directory an export made beside --out holds this file: the pid and host that own it.
-# A later export of the same --out removes those whose process is gone (SIGKILL, a power cut).
-_OWNER_FILE = ".nlp-export-owner"
-
-
-def _claim(tmp: Path) -> None:
-    (tmp / _OWNER_FILE).write_text(f"{os.getpid()} {os.uname().nodename}\n", encoding="ascii")
-
-
-def _remove_stale_temp_dirs(out: Path) -> list[Path]:
-    """Remove the temporary directories beside `out` (nlp._common's scheme: `.tmp-OUT~*`, the
-    new export or the old one moved aside) that an export made (the owner file) and whose process
-    on this host is no longer running; returns what was removed."""
-    removed = []
-    if not out.parent.is_dir():
-        return removed
-    for p in out.parent.glob(f".tmp-{out.name}~*"):
-        owner = p / _OWNER_FILE
-        if temporary_target(p.name) != out.name or not owner.is_file():
-            continue
-        try:
-            pid_text, host = owner.read_text(encoding="ascii").split()
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            continue
-        if host != os.uname().nodename or _running(pid):
-            continue
-        shutil.rmtree(p, ignore_errors=True)
-        removed.append(p)
-        logger.info("removed %s, left by an export that did not finish (process %d)", p, pid)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+    publish_directory(tmp, out)
 
 
 def _make_temp_dir(out: Path) -> Path:
@@ -342,11 +299,6 @@ def _make_temp_dir(out: Path) -> Path:
     except OSError as err:
         raise ConfigError(f"--out {str(out)!r}: cannot write in {str(out.parent)!r} ({err.strerror or err}); "
                           "choose a directory you can write to") from None
-    try:
-        _claim(tmp)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return tmp
 
 
@@ -429,7 +381,7 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         _check_replaceable(out)
     _check_trained_head(model_dir, task)
     task = spec.name
-    _remove_stale_temp_dirs(out)
+    remove_abandoned_temporaries(out)  # what an export killed by SIGKILL left
     tmp = None
     try:
         with signals_held():  # a signal between the mkdtemp and `tmp` being set would leak the dir
@@ -437,7 +389,6 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
         manifest, check, written_opset, fp32_bytes = _export_into(
             tmp, source, model_dir, kind, task, spec, quantize, opset, attention, texts, calibration, keep_fp32)
         model_bytes = sum(v["bytes"] for k, v in manifest["files"].items() if k.startswith(MODEL_FILE))
-        (tmp / _OWNER_FILE).unlink()
         _replace_dir(tmp, out, force)
     except BaseException:
         if tmp is not None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Callable, Sequence
 
 from filelock import FileLock
 
-from nlp._common import atomic_directory, temporary_target
+from nlp._common import atomic_directory
 from nlp._extras import LazyModule
 
 datasets = LazyModule("datasets", "reading and preparing datasets")  # the train extra
@@ -51,7 +50,6 @@ def cached_build(
         target.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(target) + ".lock"):
             if not stats_file.is_file():  # another process may have built it meanwhile
-                _remove_unfinished_builds(target)
                 dsd, stats = build()
                 quiet = datasets.utils.logging.is_progress_bar_enabled()
                 datasets.disable_progress_bars()  # a cache write is not the user's business
@@ -65,11 +63,3 @@ def cached_build(
                         datasets.enable_progress_bars()
     dsd = datasets.load_from_disk(str(target))
     return dsd, json.loads(stats_file.read_text(encoding="utf-8"))
-
-
-def _remove_unfinished_builds(target: Path) -> None:
-    """Remove what builds of `target` killed mid-write (SIGKILL, the OOM killer) left beside it.
-    Only a holder of `target`'s lock writes there, so under that lock every one is stale."""
-    for p in target.parent.glob(f".tmp-{target.name}~*"):
-        if temporary_target(p.name) == target.name:
-            shutil.rmtree(p, ignore_errors=True)
