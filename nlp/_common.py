@@ -102,7 +102,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterato
 
 # The one name scheme of a directory written whole: `.tmp-NAME` (shared by every process of a run:
 # a checkpoint they all write into), `.tmp-NAME~HOST_PID_XXXXXXXX` (one writer's own: HOST a hash
-# of the host name, PID the writing process), and the directory it replaces, moved aside for a
+# of the host name and pid namespace, PID the writing process), and the directory it replaces, moved aside for a
 # moment, `.tmp-NAME~HOST_PID_XXXXXXXX.old`. Stale-cleanup recognises them all with
 # `temporary_target`; the writer's part lets `remove_abandoned_temporaries` tell a dead writer's.
 _TEMP_DIR = re.compile(r"^\.tmp-(?P<name>[^~]+)(?:~[A-Za-z0-9_]+(?:\.old)?)?$")
@@ -200,8 +200,13 @@ def remove_abandoned_temporaries(path: str | os.PathLike) -> list[Path]:
 
 
 def _writer() -> str:
-    """This process's part of a temporary name: `HOST_PID`."""
-    host = hashlib.sha256(os.uname().nodename.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    """This process's part of a temporary name: `HOST_PID`, HOST a hash of the host name and the
+    pid namespace (two containers may share a host name and a volume, but not their pids)."""
+    try:
+        namespace = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:  # no /proc (not Linux)
+        namespace = ""
+    host = hashlib.sha256(f"{os.uname().nodename}/{namespace}".encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return f"{host}_{os.getpid()}"
 
 
