@@ -352,3 +352,13 @@ def test_the_jieba_segmenter_checks_its_user_words_as_the_lexical_pipelines_do(t
     path.write_text("飞桨平台\n", encoding="utf-8")
     seg = nlp.pipeline("word-segmentation", model="jieba", user_dict=bytes(path))
     assert "飞桨平台" in [w["word"] for w in seg("我用飞桨平台")]
+
+
+@pytest.mark.parametrize("joiner", ["\u200b", "\u00ad", "\ufeff", "\x00", "\u200d"])
+def test_a_character_the_tokenizer_drops_does_not_cut_an_entity_in_two(joiner):
+    # it is in no window, so it has no tag of its own: it used to read as "O" and end the name
+    ner = nlp.pipeline("ner")
+    text = f"张{joiner}三在北{joiner}京工作"
+    found = [(e["type"], e["text"], e["start"], e["end"]) for e in ner(text)]
+    assert found == [("PER", f"张{joiner}三", 0, 3), ("LOC", f"北{joiner}京", 4, 7)]
+    assert [(e["text"]) for e in ner(f"{joiner}张三")] == ["张三"]  # and joins nothing at the edges

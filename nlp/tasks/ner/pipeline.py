@@ -54,8 +54,8 @@ class TokenClassificationPipeline(Pipeline):
         id2label = self.config.id2label
         results = []
         for text, (offsets, _), seen in zip(batch, visible, best):
-            tags, scores = seen.tags_and_scores(id2label)
-            spans = [(i, i + 1) for i in offsets]
+            words, tags, scores = seen.tagged(id2label)
+            spans = [(offsets[w], offsets[w] + 1) for w in words]
             results.append(tags_to_entities(text, tags, spans, scores))
         return results[0] if single else results
 
@@ -123,8 +123,9 @@ class _Best:
         w = words[better]
         self.centrality[w], self.tag[w], self.prob[w] = centrality[better], tags[better], probs[better]
 
-    def tags_and_scores(self, id2label: dict[int, str]) -> tuple[list[str], list[float]]:
-        seen = self.centrality >= 0
-        tags = [id2label[t] if s else "O" for t, s in zip(self.tag.tolist(), seen.tolist())]
-        scores = [p if s else 1.0 for p, s in zip(self.prob.tolist(), seen.tolist())]
-        return tags, scores
+    def tagged(self, id2label: dict[int, str]) -> tuple[list[int], list[str], list[float]]:
+        """The words a window saw, with their tags and scores. A character the tokenizer drops (a
+        zero-width space, a soft hyphen, a control) is in no window and left out, so an entity runs
+        across it as it runs across white space: 张\u200b三 is one name, not 张 and 三."""
+        words = np.flatnonzero(self.centrality >= 0)
+        return words.tolist(), [id2label[t] for t in self.tag[words].tolist()], self.prob[words].tolist()
