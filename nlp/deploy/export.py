@@ -60,7 +60,7 @@ from nlp._signals import signals_held
 from nlp.models import PreTrainedEncoder
 from nlp.models.export_attention import fused_attention_export
 from nlp.tasks.backend import TorchBackend
-from nlp.tasks.model_dirs import locate_model, task_of_model
+from nlp.tasks.model_dirs import check_trained_head, locate_model
 from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSpec
 from nlp.tokenizer import load_tokenizer
@@ -302,22 +302,6 @@ def _make_temp_dir(out: Path) -> Path:
     return tmp
 
 
-def _check_trained_head(model_dir: Path, task: str | None) -> None:
-    """ConfigError when --task asks for a head other than the one the model was trained with
-    (config.json's architectures): that head's weights would be random."""
-    if task is None:
-        return
-    try:
-        trained = task_of_model(model_dir)
-    except ConfigError:  # the config names no head: the user's --task is all there is to go on
-        return
-    wanted = get_task(task).name
-    if wanted != trained:
-        raise ConfigError(f"--task {task!r}: {model_dir} holds a {trained} model (config.json's architectures); "
-                          f"its {wanted} head was never trained, so the export would answer at random. Leave "
-                          "--task out to export the trained head, or fine-tune a model for that task first")
-
-
 def _static_attention(quantize: str | None, attention: str | None) -> str:
     """The attention form: as given, else "standard" for int8-static (onnxruntime has no static
     int8 kernel for the fused Attention node, whose qkv projection would stay float: measured
@@ -379,7 +363,11 @@ def export_model(source: str | os.PathLike, out: str | os.PathLike, *, quantize:
                           "whole; give a directory outside it (e.g. beside the run)")
     if out.exists():
         _check_replaceable(out)
-    _check_trained_head(model_dir, task)
+    if task is not None:
+        try:
+            check_trained_head(model_dir, task)
+        except ConfigError as err:
+            raise ConfigError(f"--task {err}; or leave --task out to export the trained head") from None
     task = spec.name
     remove_abandoned_temporaries(out)  # what an export killed by SIGKILL left
     tmp = None

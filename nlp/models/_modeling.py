@@ -163,6 +163,7 @@ class PreTrainedEncoder(nn.Module):
         if not isinstance(config, ErnieConfig):
             raise TypeError(f"config must be an ErnieConfig, got {type(config).__name__}")
         self.config = config
+        self.new_head_weights: tuple[str, ...] = ()  # set by loading: the head's weights a checkpoint lacked
 
     def decoding_tensors(self) -> dict[str, torch.Tensor]:
         """Tensors, by name, that the head's decoding uses outside the network (an exported graph
@@ -364,6 +365,9 @@ class PreTrainedEncoder(nn.Module):
                     tensors = [found[k] for k in theirs]
                     value = torch.cat(tensors, 0) if len(tensors) > 1 else tensors[0]
                     params[ours].copy_(value)
+        # the task head's own weights that were not in the checkpoint (a pretrained base model under
+        # a task head): what inference refuses to run, since its answers would be random
+        self.new_head_weights = tuple(self._canonical_to_disk(k) for k in new_ok if k.startswith("head::"))
         if new_ok:
             logger.warning(
                 "%s: newly initialised (not in %s): %s. Train the model before using it.",

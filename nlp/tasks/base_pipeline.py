@@ -127,7 +127,9 @@ class Pipeline:
             if (path / EXPORT_MANIFEST).is_file():
                 raise ConfigError(f"{str(path)!r} is an export directory (nlp export); run it with "
                                   f"nlp.pipeline({self.task!r}, model={str(path)!r}), which loads it on onnxruntime")
-            backend = TorchBackend(self.head_class.from_pretrained(path), device, precision)
+            from nlp.tasks.model_dirs import load_trained_head  # the registry it asks imports the task pipelines
+
+            backend = TorchBackend(load_trained_head(path, self.task, self.head_class), device, precision)
             tokenizer = path if tokenizer is None else tokenizer
         else:
             raise TypeError(f"model must be a local directory (str or os.PathLike), a {self.head_class.__name__} "

@@ -28,8 +28,8 @@ from nlp.tasks.model_io import EXPORT_MANIFEST
 from nlp.tasks.registry import get_task, task_of_architecture
 from nlp.tasks.spec import TaskSpec
 
-__all__ = ["ModelLocation", "locate_model", "find_model_dir", "task_of_model", "run_recipe", "trained_max_length",
-           "EXPORT_MANIFEST"]
+__all__ = ["ModelLocation", "locate_model", "find_model_dir", "task_of_model", "check_trained_head", "load_trained_head",
+           "run_recipe", "trained_max_length", "EXPORT_MANIFEST"]
 
 
 
@@ -104,6 +104,41 @@ def task_of_model(model_dir: Path, task: str | None = None) -> str:
         return get_task(recipe["task"]["name"]).name
     raise ConfigError(f"cannot tell the task of {model_dir}: config.json's architectures {cfg.get('architectures')} "
                       "name no task head and no run recipe names the task; pass --task")
+
+
+def check_trained_head(model_dir: Path, task: str) -> None:
+    """ConfigError when config.json's `architectures` name another task's trained head: `task`'s
+    head would be new on that model, so it would answer at random (a sentiment pipeline on a NER
+    model answers with its tag names). A config that names no task's head (a pretrained base
+    model) passes: its loading says which weights are new."""
+    spec = get_task(task)
+    try:
+        cfg = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the model's loading names what is wrong with the directory
+    archs = cfg.get("architectures") if isinstance(cfg, dict) else None
+    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    trained = [found for found in map(task_of_architecture, archs) if found is not None]
+    if not trained or any(a.endswith(spec.architecture_suffix) for a in archs):
+        return
+    raise ConfigError(f"{task!r}: {model_dir} holds a {trained[0].name} model (config.json's architectures: "
+                      f"{', '.join(archs)}); its {spec.name} head was never trained, so it would answer at random. "
+                      f"Use a {spec.name} model, or run this one as {trained[0].name}")
+
+
+def load_trained_head(model_dir: Path, task: str, head: type | None = None) -> Any:
+    """`task`'s head (`head`, default the spec's) loaded from `model_dir` for inference, or
+    ConfigError where its answers would be random: the model was trained for another task
+    (`check_trained_head`), or the checkpoint lacks the head's weights (a pretrained base model)."""
+    check_trained_head(model_dir, task)
+    name = get_task(task).name
+    model = (head or get_task(task).head).from_pretrained(model_dir)
+    if model.new_head_weights:
+        raise ConfigError(f"{str(model_dir)!r} has no {name} head: its weights ({', '.join(model.new_head_weights)}) "
+                          f"are not in the checkpoint, a pretrained model not fine-tuned for {name}, so its answers "
+                          f"would be random. Fine-tune it first (nlp finetune; `nlp recipes ls` lists recipes), or use "
+                          f"a {name} model")
+    return model
 
 
 def locate_model(path: str | Path, task: str | None = None) -> ModelLocation:

@@ -18,7 +18,7 @@ from typing import Any
 from nlp._common import ConfigError
 from nlp.models import prepare_for_inference
 from nlp.tasks.backend import Backend, BackendModule
-from nlp.tasks.model_dirs import locate_model
+from nlp.tasks.model_dirs import load_trained_head, locate_model
 from nlp.tasks.spec import TaskSettings, TaskSpec
 from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, load_task_data
 from nlp.train.recipe import DataSection, Recipe, build_task_settings, check_recipe, migrate_recipe
@@ -102,17 +102,23 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
     """The split `evaluate_dir` scores and the network it scores it with (see evaluate_dir).
     `precision` defaults to fp32 for the callers that reuse the network (calibration, pruning):
     they read its fp32 activations and weights, whatever precision the model declares."""
+    for name, value in (("batch_size", batch_size), ("max_length", max_length), ("max_samples", max_samples)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{name} (--{name.replace('_', '-')}) must be a whole number >= 1, got {value!r}; "
+                              "leave it out for the default")
     where = locate_model(model, task or getattr(backend, "task", None))
     model_dir, spec, run_recipe = where.model_dir, where.spec, where.recipe
     trained = run_recipe.get("data", {})
     train_data = (run_recipe.get("train") or {}).get("data") or {}
-    batch_size = batch_size or train_data.get("eval_batch_size") or 2 * (train_data.get("batch_size") or 32)
-    max_length = max_length or trained.get("max_length") or spec.default_max_length
+    if batch_size is None:
+        batch_size = train_data.get("eval_batch_size") or 2 * (train_data.get("batch_size") or 32)
+    if max_length is None:
+        max_length = trained.get("max_length") or spec.default_max_length
     # the task's call options for evaluation (`nlp evaluate --doc-stride`) are task settings
     checked = spec.check_options(options or {}, "evaluate", max_length=max_length, where="{flag}")
     settings = _task_settings(spec, run_recipe, {**(task_settings or {}), **checked})
     if backend is None:
-        net = spec.head.from_pretrained(model_dir).eval()
+        net = load_trained_head(model_dir, spec.name).eval()
         ran = prepare_for_inference(net, next(net.parameters()).device, precision)
     elif precision not in (None, "auto"):
         raise ConfigError(f"precision {precision!r}: an export runs in the precision it was made in; leave it out")
