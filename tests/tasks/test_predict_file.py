@@ -79,3 +79,30 @@ def test_a_jsonl_record_without_its_field_names_the_fields_it_has_and_the_fix(tm
     p.write_text("[1, 2]\n", encoding="utf-8")
     with pytest.raises(DataError, match=r":1: expected an object with 'text', got \[1, 2\]"):
         read_inputs(p, "token-classification")
+
+
+@pytest.mark.parametrize("output, message", [
+    ("outdir", "is a directory; give a file path (e.g. '{root}/outdir/out.jsonl')"),
+    ("FILE/out.jsonl", "its parent '{root}/FILE' is a file, not a directory; choose a directory you can write to"),
+    ("/proc/nlp-test.jsonl", "cannot write in '/proc'"),
+])
+def test_an_output_that_cannot_be_written_is_refused_in_one_line_before_predicting(tmp_path, monkeypatch, capsys,
+                                                                                   output, message):
+    import nlp.tasks.predict_file as predict_file
+    from nlp.cli import main
+
+    def never(*args, **kwargs):
+        raise AssertionError("predicted before --output was checked")
+
+    monkeypatch.setattr(predict_file, "predict_file", never)
+    (tmp_path / "outdir").mkdir()
+    (tmp_path / "FILE").write_text("someone's file")
+    src = tmp_path / "in.txt"
+    src.write_text("上海\n", encoding="utf-8")
+    out = output if output.startswith("/") else str(tmp_path / output)
+    assert main(["predict", "--task", "ner", "--input", str(src), "--output", out]) == 2
+    err = capsys.readouterr().err
+    assert f"--output {out!r}" in err and message.format(root=tmp_path) in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (tmp_path / "FILE").read_text() == "someone's file" and not list((tmp_path / "outdir").iterdir())
+
