@@ -27,6 +27,8 @@ __all__ = [
     "HubError",
     "did_you_mean",
     "atomic_write",
+    "check_output_path",
+    "output_path_error",
     "atomic_directory",
     "temporary_sibling",
     "shared_sibling",
@@ -98,6 +100,49 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterato
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def check_output_path(path: str | os.PathLike, option: str, *, directory: bool = False,
+                      new: bool = False) -> Path:
+    """Refuse, before any work, an output path that cannot be written: a ConfigError in one line
+    naming `option` (`--out`, `--output`, ...) and `path`, saying why and the fix. Refused: a
+    directory where a file is wanted (`directory=False`) or a file where a directory is; with
+    `new`, anything already there (nothing is overwritten); a parent that is a file, or that
+    cannot be created or written (checked by making, and removing at once, a temporary file in
+    it). Missing parents are created. Returns the path, `~` expanded."""
+    path = Path(path).expanduser()
+    shown = f"{option} {str(path)!r}"
+    if path.is_dir() and not directory:
+        raise ConfigError(f"{shown} is a directory; give a file path (e.g. {str(path / 'out.jsonl')!r})")
+    if directory and path.exists() and not path.is_dir():
+        raise ConfigError(f"{shown} is a file, not a directory; give a directory path (nothing is overwritten)")
+    if new and path.exists():
+        raise ConfigError(f"{shown} exists; choose a new directory (nothing is overwritten)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise output_path_error(path, option, err) from None
+    return path
+
+
+def output_path_error(path: str | os.PathLike, option: str, err: OSError) -> ConfigError:
+    """The ConfigError (one line: `option`, `path`, why, the fix) for `err`, raised while preparing
+    the output path `path` (making its parents, a file or a temporary directory beside it)."""
+    path = Path(path)
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    reason = err.strerror or str(err) or type(err).__name__
+    if existing.exists() and not existing.is_dir():
+        why = f"its parent {str(existing)!r} is a file, not a directory"
+    elif existing != path.parent:
+        why = f"cannot create its parent directory {str(path.parent)!r} ({reason})"
+    else:
+        why = f"cannot write in {str(path.parent)!r} ({reason})"
+    return ConfigError(f"{option} {str(path)!r}: {why}; choose a directory you can write to")
 
 
 # The one name scheme of a directory written whole: `.tmp-NAME` (shared by every process of a run:

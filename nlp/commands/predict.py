@@ -57,15 +57,15 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from nlp._common import atomic_write
+    from nlp._common import ConfigError, atomic_write, check_output_path
     from nlp.commands._models import model_or_default
     from nlp.deploy import OnnxBackend, is_export_dir
-
-    from nlp._common import ConfigError
     from nlp.tasks.model_dirs import locate_model
     from nlp.tasks.predict_file import check_training_format, predict_file, training_lines
     from nlp.tasks.registry import get_task
 
+    if args.output:  # before any prediction runs: a path that cannot be written fails now
+        check_output_path(args.output, "--output")
     args.model = model_or_default(args.model, args.task)
     backend = OnnxBackend(args.model) if is_export_dir(args.model) else None
     # tasks sharing one head (lexical analysis, POS tagging, segmentation) share its exports

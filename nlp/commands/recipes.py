@@ -51,7 +51,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _cp(args: argparse.Namespace) -> int:
-    from nlp._common import ConfigError
+    from nlp._common import ConfigError, check_output_path
     from nlp.recipes import recipe_path
 
     src = recipe_path(args.name)
@@ -60,7 +60,7 @@ def _cp(args: argparse.Namespace) -> int:
         dest = dest / src.name
     if dest.exists() and not args.force:
         raise ConfigError(f"{dest} exists; pass --force to overwrite it, or pick another DEST")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(dest, "DEST")
     shutil.copyfile(src, dest)
     print(f"copied {src.name} -> {dest}  (run: nlp finetune {dest})")
     return 0

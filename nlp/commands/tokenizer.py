@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("corpus", nargs="+", help="UTF-8 text files, one text a line")
     train.add_argument("--vocab-size", type=int, required=True, help="size of the vocabulary to learn")
-    train.add_argument("--out", required=True, help="directory to write the tokenizer to")
+    train.add_argument("--out", required=True, metavar="DIR", help="the new tokenizer directory (must not exist)")
     train.add_argument("--kind", choices=("hybrid", "wordpiece"), default="hybrid",
                        help="hybrid: jieba words + BPE pieces (short sequences); wordpiece: one token per "
                             "Chinese character, as bert-base-chinese and ERNIE (NER-friendly)")
@@ -33,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--min-frequency", type=int, default=2, help="ignore words/merges seen fewer times")
     train.add_argument("--user-word", action="append", default=[],
                        help="a word jieba must keep whole (repeatable; hybrid only)")
-    train.add_argument("--max-length", type=int, default=512, help="model_max_length written to the config")
+    train.add_argument("--max-length", type=int, default=512,
+                       help="model_max_length written to the config: the longest input in tokens (>= 1)")
     train.set_defaults(func=_train)
 
     enc = sub.add_parser("encode", help="print tokens, ids and offsets of TEXT",
@@ -46,22 +47,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _train(args: argparse.Namespace) -> int:
     import time
 
-    from nlp._common import ConfigError
+    from nlp._common import ConfigError, atomic_directory, check_output_path
     from nlp.tokenizer import train_hybrid_tokenizer, train_wordpiece_tokenizer
 
+    if args.kind == "wordpiece" and args.user_word:
+        raise ConfigError("--user-word applies to --kind hybrid only: a WordPiece vocabulary splits "
+                          "Chinese text into characters, so there are no whole words to keep")
+    if args.max_length < 1:
+        raise ConfigError(f"--max-length {args.max_length}: give the longest input in tokens, 1 or more "
+                          "(default 512)")
+    # refused before any work: an --out that exists is a model or someone's files, and writing the
+    # tokenizer files into it would leave a model that loads and answers wrongly
+    out = check_output_path(args.out, "--out", directory=True, new=True)
     start = time.perf_counter()
     if args.kind == "wordpiece":
-        if args.user_word:
-            raise ConfigError("--user-word applies to --kind hybrid only: a WordPiece vocabulary splits "
-                              "Chinese text into characters, so there are no whole words to keep")
-        tok = train_wordpiece_tokenizer(args.corpus, args.vocab_size, args.out,
-                                        min_frequency=args.min_frequency, model_max_length=args.max_length)
-        print(f"trained {tok!r} in {time.perf_counter() - start:.1f}s -> {args.out}")
-        return 0
-    tok = train_hybrid_tokenizer(
-        args.corpus, args.vocab_size, args.out, word_fraction=args.word_fraction,
-        min_frequency=args.min_frequency, user_words=args.user_word, model_max_length=args.max_length,
-    )
+        tok = train_wordpiece_tokenizer(args.corpus, args.vocab_size, min_frequency=args.min_frequency,
+                                        model_max_length=args.max_length)
+    else:
+        tok = train_hybrid_tokenizer(
+            args.corpus, args.vocab_size, word_fraction=args.word_fraction,
+            min_frequency=args.min_frequency, user_words=args.user_word, model_max_length=args.max_length,
+        )
+    with atomic_directory(out) as tmp:  # whole or not at all
+        tok.save_pretrained(tmp)
     print(f"trained {tok!r} in {time.perf_counter() - start:.1f}s -> {args.out}")
     return 0
 

@@ -53,7 +53,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nlp._common import (ConfigError, DataError, NlpError, did_you_mean, publish_directory,
+from nlp._common import (ConfigError, DataError, NlpError, did_you_mean, output_path_error, publish_directory,
                          remove_abandoned_temporaries, temporary_sibling)
 from nlp._extras import MissingExtraError, require
 from nlp._signals import signals_held
@@ -297,8 +297,7 @@ def _make_temp_dir(out: Path) -> Path:
     try:
         tmp = temporary_sibling(out)  # a served export is shared: the umask's permissions
     except OSError as err:
-        raise ConfigError(f"--out {str(out)!r}: cannot write in {str(out.parent)!r} ({err.strerror or err}); "
-                          "choose a directory you can write to") from None
+        raise output_path_error(out, "--out", err) from None
     return tmp
 
 

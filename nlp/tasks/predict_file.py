@@ -14,6 +14,7 @@ model's predictions on unlabelled text train another (``data.extra_train``).
 
 from __future__ import annotations
 
+import codecs
 import json
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,21 @@ __all__ = ["predict_file", "read_inputs", "predict_rows", "training_lines", "che
 
 
 def _lines(path: Path, encoding: str) -> list[str]:
-    """The file's lines (split at \\n only, a trailing \\r dropped), each decoded on its own so
-    that a decoding error names its line."""
+    """The file's lines (split at \\n only, a trailing \\r dropped). In an encoding where \\n is
+    the byte 0x0A and that byte is never part of another character (UTF-8, GBK, GB18030, Big5,
+    ...), each line is decoded on its own, so that a decoding error names its line and byte; in
+    the others (UTF-16, UTF-32, EBCDIC) the file is decoded whole first."""
+    try:
+        name = codecs.lookup(encoding).name
+        newline_byte = "a\n".encode(name) == b"a\n"  # LookupError too for a codec that is not a text encoding
+    except LookupError:
+        raise ConfigError(f"--encoding {encoding!r} is not a known text encoding "
+                          "(e.g. utf-8, gbk, gb18030, utf-16)") from None
     data = path.read_bytes()
-    if encoding.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig") and data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    if name in ("utf-8", "utf-8-sig"):
+        data = data.removeprefix(b"\xef\xbb\xbf")
+    elif not newline_byte:
+        return _decoded_lines(path, data, encoding, name)
     raw = data.split(b"\n")
     if raw and raw[-1] == b"":
         raw.pop()
@@ -42,17 +53,35 @@ def _lines(path: Path, encoding: str) -> list[str]:
         try:
             text = line.decode(encoding)
         except UnicodeDecodeError as err:
-            hint = ""
-            if encoding.lower().startswith("utf"):
-                hint = (" If the file is GBK (common for Chinese text), pass --encoding gbk, or convert it: "
-                        f"iconv -f GBK -t UTF-8 {path} > {path.stem}.utf8{path.suffix}")
             raise DataError(f"{path}:{n}: not valid {encoding} (byte 0x{line[err.start]:02x} at byte {err.start} "
-                            f"of the line).{hint}") from None
-        except LookupError:
-            raise ConfigError(f"--encoding {encoding!r} is not a known text encoding "
-                              "(e.g. utf-8, gbk, gb18030)") from None
+                            f"of the line).{_encoding_hint(path, name)}") from None
         lines.append(text[:-1] if text.endswith("\r") else text)
     return lines
+
+
+def _decoded_lines(path: Path, data: bytes, encoding: str, name: str) -> list[str]:
+    """The lines of `data`, in an encoding whose bytes may hold 0x0A inside a character: decoded
+    whole, then split; an error names the line (counted in the text before it) and the byte."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        n = data[:err.start].decode(encoding, errors="replace").count("\n") + 1
+        raise DataError(f"{path}:{n}: not valid {encoding} (byte 0x{data[err.start]:02x} at byte offset "
+                        f"{err.start} of the file).{_encoding_hint(path, name)}") from None
+    text = text.removeprefix("\ufeff")  # the BOM of utf-16-le/-be, utf-32-le/-be (utf-16 drops its own)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _encoding_hint(path: Path, name: str) -> str:
+    """The fix for a file that is not in the encoding it was read in: for UTF-8, the likeliest
+    cause in Chinese text (GBK); for another encoding, the file's own."""
+    if name not in ("utf-8", "utf-8-sig"):
+        return " Pass the file's own encoding with --encoding (e.g. utf-8, gbk, utf-16)."
+    return (" If the file is GBK (common for Chinese text), pass --encoding gbk, or convert it: "
+            f"iconv -f GBK -t UTF-8 {path} > {path.stem}.utf8{path.suffix}")
 
 
 def _spec(task: str | TaskSpec) -> TaskSpec:

@@ -29,7 +29,7 @@ from typing import Sequence
 
 import torch
 
-from nlp._common import ConfigError, atomic_directory, sha256_file
+from nlp._common import ConfigError, atomic_directory, check_output_path, sha256_file
 from nlp.models.precision import drop_declared_precision
 from nlp.models.release import TOKENIZER_FILES, save_stored_as, weight_storage
 from nlp.tasks.model_dirs import locate_model
@@ -73,9 +73,7 @@ def merge_models(sources: Sequence[str | os.PathLike], weights: Sequence[float] 
     if len(sources) < 2:
         raise ConfigError(f"give two or more models to merge (got {len(sources)})")
     weights = _check_weights(weights, len(sources))
-    out = Path(out).expanduser()
-    if out.exists():
-        raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
+    out = check_output_path(out, "--out", directory=True, new=True)  # before any work
     where = [locate_model(s, task) for s in sources]
     shown = [str(n) for n in names] if names is not None else [str(w.model_dir) for w in where]
     first, first_name = where[0], shown[0]

@@ -36,7 +36,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from nlp._common import ConfigError, atomic_directory
+from nlp._common import ConfigError, atomic_directory, check_output_path
 from nlp.models import PreTrainedEncoder
 from nlp.models.release import save_stored_as, weight_storage
 from nlp.tasks.model_dirs import locate_model
@@ -158,9 +158,7 @@ def prune_vocabulary(source: str | os.PathLike, texts: Sequence[str], out: str |
     """Write to `out` the model of `source` (a run or model directory) keeping the tokens that
     occur at least `min_count` times in `texts`, and every special token. ConfigError when `out`
     exists, or the texts are empty."""
-    out = Path(out).expanduser()
-    if out.exists():
-        raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
+    out = check_output_path(out, "--out", directory=True, new=True)  # before any work
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ConfigError(f"--min-count {min_count!r}: give a positive number of occurrences")
     texts = [t for t in texts if isinstance(t, str) and t.strip()]

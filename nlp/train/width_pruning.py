@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-from nlp._common import ConfigError, DataError, atomic_directory
+from nlp._common import ConfigError, DataError, atomic_directory, check_output_path
 from nlp.models import PreTrainedEncoder
 from nlp.models.precision import drop_declared_precision
 from nlp.models.release import save_stored_as, weight_storage
@@ -194,9 +194,7 @@ def prune_width(source: str | os.PathLike, out: str | os.PathLike, *, heads: flo
     must not exist."""
     from nlp.train.scoring import scoring_split
 
-    out = Path(out).expanduser()
-    if out.exists():
-        raise ConfigError(f"--out {str(out)!r} exists; choose a new directory (nothing is overwritten)")
+    out = check_output_path(out, "--out", directory=True, new=True)  # before any work
     _check_share(heads, "heads")  # refused before any work
     _check_share(neurons, "neurons")
     if heads == 1 and neurons == 1:

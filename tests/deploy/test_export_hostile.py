@@ -72,16 +72,22 @@ def test_force_replaces_an_earlier_export_and_files_follow_the_umask(sources, ex
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dir left
 
 
-@pytest.mark.parametrize("where", ["file", "sys"])
+@pytest.mark.parametrize("where", ["file", "sys", "proc"])
 def test_an_unwritable_out_parent_is_refused_before_any_work(sources, tmp_path, no_work, where):
     if where == "file":
         (tmp_path / "FILE").write_text("x")
         out = tmp_path / "FILE" / "sub"
-    else:
+        why = f"its parent {str(tmp_path / 'FILE')!r} is a file, not a directory"
+    elif where == "sys":
         out = Path("/sys/nlp-export-test/sub")
-    with pytest.raises(ConfigError, match=r"cannot write in .*choose a directory you can write to") as err:
+        why = "cannot create its parent directory '/sys/nlp-export-test'"
+    else:
+        out = Path("/proc/nlp-export-test")
+        why = "cannot write in '/proc'"
+    with pytest.raises(ConfigError) as err:
         export_model(sources["text-classification"], out)
-    assert "\n" not in str(err.value)
+    assert str(err.value).startswith(f"--out {str(out)!r}: {why}")
+    assert str(err.value).endswith("; choose a directory you can write to") and "\n" not in str(err.value)
 
 
 def test_out_inside_the_model_directory_is_refused(sources, no_work):

@@ -79,3 +79,55 @@ def test_a_jsonl_record_without_its_field_names_the_fields_it_has_and_the_fix(tm
     p.write_text("[1, 2]\n", encoding="utf-8")
     with pytest.raises(DataError, match=r":1: expected an object with 'text', got \[1, 2\]"):
         read_inputs(p, "token-classification")
+
+
+@pytest.mark.parametrize("output, message", [
+    ("outdir", "is a directory; give a file path (e.g. '{root}/outdir/out.jsonl')"),
+    ("FILE/out.jsonl", "its parent '{root}/FILE' is a file, not a directory; choose a directory you can write to"),
+    ("/proc/nlp-test.jsonl", "cannot write in '/proc'"),
+])
+def test_an_output_that_cannot_be_written_is_refused_in_one_line_before_predicting(tmp_path, monkeypatch, capsys,
+                                                                                   output, message):
+    import nlp.tasks.predict_file as predict_file
+    from nlp.cli import main
+
+    def never(*args, **kwargs):
+        raise AssertionError("predicted before --output was checked")
+
+    monkeypatch.setattr(predict_file, "predict_file", never)
+    (tmp_path / "outdir").mkdir()
+    (tmp_path / "FILE").write_text("someone's file")
+    src = tmp_path / "in.txt"
+    src.write_text("上海\n", encoding="utf-8")
+    out = output if output.startswith("/") else str(tmp_path / output)
+    assert main(["predict", "--task", "ner", "--input", str(src), "--output", out]) == 2
+    err = capsys.readouterr().err
+    assert f"--output {out!r}" in err and message.format(root=tmp_path) in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (tmp_path / "FILE").read_text() == "someone's file" and not list((tmp_path / "outdir").iterdir())
+
+
+@pytest.mark.parametrize("encoding, bom", [("utf-16", ""), ("utf-16-le", ""), ("utf-16-be", ""),
+                                           ("utf-16-le", "\ufeff"), ("utf-16-be", "\ufeff"), ("utf-32", ""),
+                                           ("utf-32-le", ""), ("utf-32-be", "\ufeff")])
+def test_utf16_and_utf32_files_are_read_line_by_line(tmp_path, encoding, bom):
+    # 上 is U+4E0A: its UTF-16/32 bytes hold 0x0A, which is not a line end there
+    p = tmp_path / "in.txt"
+    p.write_bytes((bom + "上海\n\n 北京\r\n上").encode(encoding))
+    assert read_inputs(p, "token-classification", encoding=encoding) == [
+        {"text": "上海"}, None, {"text": " 北京"}, {"text": "上"}]
+
+
+def test_an_invalid_utf16_file_names_its_line_without_the_gbk_hint(tmp_path):
+    p = tmp_path / "in.txt"
+    p.write_bytes("上海\n北京\n".encode("utf-16") + b"\x00\xd8a\x00")  # a lone surrogate on line 3
+    with pytest.raises(DataError, match=rf"{p}:3: not valid utf-16 .*--encoding") as err:
+        read_inputs(p, "token-classification", encoding="utf-16")
+    assert "GBK" not in str(err.value) and "\n" not in str(err.value)
+    gbk = tmp_path / "gbk.txt"
+    gbk.write_bytes("上海\n".encode("utf-8") + "北京\n".encode("gbk"))
+    with pytest.raises(DataError, match=rf"{gbk}:2: not valid utf-8 .*--encoding gbk"):
+        read_inputs(gbk, "token-classification")
+    with pytest.raises(DataError, match=rf"{gbk}:1: not valid ascii") as err:
+        read_inputs(gbk, "token-classification", encoding="ascii")
+    assert "GBK" not in str(err.value)

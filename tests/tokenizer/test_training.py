@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nlp.cli import main
 from nlp.tokenizer import HybridTokenizer, load_tokenizer, train_hybrid_tokenizer
 
@@ -89,3 +91,59 @@ def test_cli_train_wordpiece(tmp_path, reviews, capsys):
     assert main(["tokenizer", "train", str(path), "--kind", "wordpiece", "--vocab-size", "3000",
                  "--out", str(out), "--user-word", "飞桨"]) == 2
     assert "hybrid only" in capsys.readouterr().err
+
+
+def test_cli_train_never_writes_into_an_existing_out(tmp_path, reviews, capsys):
+    # the tokenizer files of a model directory, overwritten, would leave a model that loads and
+    # answers wrongly: an --out that exists is refused, its files untouched
+    path = _corpus(tmp_path, reviews)
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "config.json"):
+        (model / name).write_text(f"the model's own {name}")
+    capsys.readouterr()
+    assert main(["tokenizer", "train", str(path), "--vocab-size", "6000", "--out", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {str(model)!r} exists; choose a new directory (nothing is overwritten)" in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in model.iterdir()) == ["config.json", "tokenizer.json", "tokenizer_config.json",
+                                                      "vocab.txt"]
+    assert all(p.read_text() == f"the model's own {p.name}" for p in model.iterdir())
+
+
+def test_cli_train_writes_the_tokenizer_whole_or_not_at_all(tmp_path, reviews, monkeypatch):
+    import nlp.tokenizer.base as base
+
+    def fail(path, obj):  # the disk fills after tokenizer.json and vocab.txt were written
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(base, "write_json", fail)
+    path = _corpus(tmp_path, reviews)
+    out = tmp_path / "tok"
+    with pytest.raises(OSError, match="No space left"):
+        main(["tokenizer", "train", str(path), "--vocab-size", "6000", "--out", str(out)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # no out, no temporary directory
+
+
+@pytest.mark.parametrize("value", ["0", "-7"])
+def test_cli_train_refuses_a_max_length_below_one(tmp_path, reviews, capsys, value):
+    out = tmp_path / "tok"
+    assert main(["tokenizer", "train", str(_corpus(tmp_path, reviews)), "--vocab-size", "6000", "--out", str(out),
+                 "--max-length", value]) == 2
+    assert f"--max-length {value}: give the longest input in tokens, 1 or more" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("where, message", [
+    ("FILE", "is a file, not a directory; give a directory path"),
+    ("FILE/sub", "its parent '{root}/FILE' is a file, not a directory; choose a directory you can write to"),
+])
+def test_cli_train_refuses_an_out_it_cannot_write_in_one_line(tmp_path, reviews, capsys, where, message):
+    (tmp_path / "FILE").write_text("someone's file")
+    path = _corpus(tmp_path, reviews)
+    capsys.readouterr()
+    assert main(["tokenizer", "train", str(path), "--vocab-size", "6000", "--out", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {str(tmp_path / where)!r}" in err and message.format(root=tmp_path) in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (tmp_path / "FILE").read_text() == "someone's file"

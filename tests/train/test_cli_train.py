@@ -102,6 +102,16 @@ def test_recipes_ls_cp_validate(tmp_path, capsys):
     assert "2 problems" in err and "train.epoch: unknown key" in err and "data.dataset" in err
 
 
+def test_recipes_cp_to_a_path_under_a_file_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "FILE").write_text("someone's file")
+    dest = tmp_path / "FILE" / "x.yaml"
+    assert main(["recipes", "cp", "ner-zh", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert f"DEST {str(dest)!r}: its parent {str(tmp_path / 'FILE')!r} is a file, not a directory" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (tmp_path / "FILE").read_text() == "someone's file"
+
+
 def test_qa_run_evaluates_and_predicts_from_the_cli(tmp_path, capsys):
     from train._recipe_fixtures import cmrc_files, data_overrides
 

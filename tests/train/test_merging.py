@@ -92,3 +92,25 @@ def test_bad_weights_and_mismatched_models_are_refused_and_nothing_is_written(pa
     with pytest.raises(ConfigError, match="exists; choose a new directory"):
         merge_models([a, b], None, out)
     assert main(["merge", str(a), str(b), "--weights", "0.5", "0.6", "--out", str(tmp_path / "cli")]) == 2
+
+
+@pytest.mark.parametrize("where, message", [
+    ("FILE/sub", "its parent '{root}/FILE' is a file, not a directory; choose a directory you can write to"),
+    ("/proc/nlp-merge-test", "cannot write in '/proc'"),
+])
+def test_an_out_that_cannot_be_written_is_refused_in_one_line_before_any_work(pair, tmp_path, capsys, monkeypatch,
+                                                                              where, message):
+    import nlp.train.merging as merging
+
+    def never(*args, **kwargs):
+        raise AssertionError("loaded the models before --out was checked")
+
+    monkeypatch.setattr(merging, "locate_model", never)
+    (tmp_path / "FILE").write_text("someone's file")
+    a, b = pair
+    out = where if where.startswith("/") else str(tmp_path / where)
+    assert main(["merge", str(a), str(b), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out!r}" in err and message.format(root=tmp_path) in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (tmp_path / "FILE").read_text() == "someone's file"
