@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import nlp
-from nlp._common import DataError
+from nlp._common import ConfigError, DataError
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "deploy"))
 import _serve_fixtures as fx  # noqa: E402
@@ -362,3 +362,19 @@ def test_a_character_the_tokenizer_drops_does_not_cut_an_entity_in_two(joiner):
     found = [(e["type"], e["text"], e["start"], e["end"]) for e in ner(text)]
     assert found == [("PER", f"张{joiner}三", 0, 3), ("LOC", f"北{joiner}京", 4, 7)]
     assert [(e["text"]) for e in ner(f"{joiner}张三")] == ["张三"]  # and joins nothing at the edges
+
+
+@pytest.mark.parametrize("top_k", [-1, 0, 1.5, True, "2"])
+def test_a_classification_top_k_that_is_not_a_count_is_refused(top_k):
+    # -1 used to drop the last label, 0 give every label, 1.5 end in a slicing TypeError
+    classify = nlp.pipeline("sentiment-analysis")
+    with pytest.raises(ConfigError, match=r"top_k must be a whole number >= 1 .* or None for all of them; got"):
+        classify("很好", top_k=top_k)
+    assert len(classify("很好", top_k=None)) == 2 and len(classify("很好", top_k=2)) == 2
+
+
+@pytest.mark.parametrize("options, match", [({"protected": 5}, "protected must be a string of terms"),
+                                            ({"same_sound": "no"}, "same_sound must be True or False")])
+def test_a_correction_option_of_the_wrong_type_is_refused(options, match):
+    with pytest.raises(TypeError, match=match):  # "no" used to read as true; 5 ended in "not iterable"
+        nlp.pipeline("text-correction")("今天天气很好", **options)

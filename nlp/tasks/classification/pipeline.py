@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nlp._common import DataError
+from nlp._common import ConfigError, DataError
 from nlp.tasks.base_pipeline import MODEL_INPUTS, Pipeline, as_batch
 from nlp.tasks.classification.heads import ErnieForSequenceClassification
 
@@ -27,6 +27,9 @@ class TextClassificationPipeline(Pipeline):
     def __call__(self, texts: str | Sequence[str], text_pair: str | Sequence[str] | None = None,
                  *, top_k: int | None = 1) -> list[dict] | list[list[dict]]:
         """Per text, the `top_k` labels by score ({"label", "score"}); top_k=None gives all."""
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise ConfigError(f"top_k must be a whole number >= 1 (the labels per text, best first), or None for "
+                              f"all of them; got {top_k!r}")  # -1 would drop the last label, 0 give every one
         batch, single = as_batch(texts, "text")
         pairs = None
         if text_pair is not None:

@@ -53,6 +53,9 @@ def parse_protected(protected: str | Sequence[str] | None) -> list[str]:
     semicolons or white space."""
     if protected is None:
         return []
+    if not isinstance(protected, (str, Sequence)):
+        raise TypeError(f"protected must be a string of terms separated by commas, or a list of strings; "
+                        f"got {type(protected).__name__} {protected!r}")
     terms = _SEPARATORS.split(protected) if isinstance(protected, str) else list(protected)
     for t in terms:
         if not isinstance(t, str):
@@ -103,6 +106,8 @@ class TextCorrectionPipeline(Pipeline):
         check_unicode(batch, "text", single)
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must be a number in [0, 1], got {threshold!r}")
+        if not isinstance(same_sound, bool):  # "no" would read as true
+            raise TypeError(f"same_sound must be True or False; got {same_sound!r}")
         terms = parse_protected(protected)
         room = self.max_length - 2
         stride = max(1, room // 4) if stride is None else stride
