@@ -115,7 +115,7 @@ def load_json_records(
         except json.JSONDecodeError as err:
             raise DataError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from err
         for i, rec in enumerate(data):
-            yield f"{path} record {i}", rec
+            yield _text_only(f"{path} record {i}", rec)
         return
     if text.startswith("{"):
         try:
@@ -124,7 +124,7 @@ def load_json_records(
             whole = None  # JSON lines: one object per line
         if isinstance(whole, dict) and isinstance(whole.get("data"), list):
             for i, rec in enumerate(whole["data"]):
-                yield f"{path} record {i}", rec
+                yield _text_only(f"{path} record {i}", rec)
             return
     for lineno, line in lines:
         if not line.strip():
@@ -135,4 +135,23 @@ def load_json_records(
             rec = json.loads(line)
         except json.JSONDecodeError as err:
             raise DataError(f"{path}:{lineno}: malformed JSON line ({err.msg})") from err
-        yield f"{path}:{lineno}", rec
+        yield _text_only(f"{path}:{lineno}", rec)
+
+
+def _text_only(location: str, record: object, field: str = "") -> tuple[str, object]:
+    """(location, record), or DataError naming the record and field where a string holds a lone
+    surrogate: JSON escapes half of a pair ("\\ud800") as valid JSON, but it is not text, and the
+    dataset writer would fail on it with a trace."""
+    values = record.items() if isinstance(record, dict) else enumerate(record) if isinstance(record, list) else ()
+    for key, value in values:
+        where = f"{field}.{key}" if isinstance(key, str) else f"{field}[{key}]"
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise DataError(f"{location}: {where.lstrip('.')} holds a lone surrogate {value[err.start]!r} at "
+                                f"character {err.start} (half of a UTF-16 pair, escaped in the JSON: not text); "
+                                "fix the escape or drop the record") from None
+        elif isinstance(value, (dict, list)):
+            _text_only(location, value, where)
+    return location, record

@@ -190,3 +190,19 @@ def test_gbk_squad_file_reads_with_encoding(tmp_path):
     assert read_squad(gbk, encoding="gbk")["answers"] == read_squad(path)["answers"]
     with pytest.raises(DataError, match=r"unknown encoding 'gbkk'"):
         read_squad(gbk, encoding="gbkk")
+
+
+def test_a_lone_surrogate_in_a_json_file_names_the_record_and_field(tmp_path):
+    # valid JSON, not text: the dataset writer used to fail on it with a UnicodeEncodeError trace
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"text": "好", "label": "positive"}\n{"text": "ab\\ud800c", "label": "negative"}\n',
+                     encoding="utf-8")
+    with pytest.raises(DataError, match=r"lines.jsonl:2: text holds a lone surrogate '\\ud800' at character 2"):
+        read_classification(str(lines))
+    squad = tmp_path / "squad.json"
+    squad.write_text(json.dumps({"data": [{"paragraphs": [{"context": "北京", "qas": [
+        {"id": "q1", "question": "哪\ud800里", "answers": [{"text": "北京", "answer_start": 0}]}]}]}]}),
+        encoding="utf-8")
+    with pytest.raises(DataError, match=r"squad.json record 0: paragraphs\[0\].qas\[0\].question holds a lone "
+                                        r"surrogate"):
+        read_squad(str(squad))
