@@ -315,16 +315,26 @@ def paddle_config_to_hf(config: Mapping[str, Any], *, architecture: str | None =
 
 def _dims(cfg: Mapping[str, Any], num_labels: int | None) -> dict[str, int]:
     return {
-        "H": int(cfg["hidden_size"]),
-        "I": int(cfg["intermediate_size"]),
-        "V": int(cfg["vocab_size"]),
-        "P": int(cfg["max_position_embeddings"]),
-        "T": int(cfg["type_vocab_size"]),
-        "K": int(cfg.get("task_type_vocab_size", 0)),
+        "H": _size(cfg, "hidden_size"),
+        "I": _size(cfg, "intermediate_size"),
+        "V": _size(cfg, "vocab_size"),
+        "P": _size(cfg, "max_position_embeddings"),
+        "T": _size(cfg, "type_vocab_size"),
+        "K": _size(cfg, "task_type_vocab_size", minimum=0) if "task_type_vocab_size" in cfg else 0,
         "C": int(num_labels) if num_labels is not None else -1,
         "1": 1,
         "2": 2,
     }
+
+
+def _size(cfg: Mapping[str, Any], key: str, minimum: int = 1) -> int:
+    """A size field of the checkpoint's config, or ConfigError naming it (a string or null there
+    would end in a bare int() error)."""
+    value = cfg.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"the checkpoint's config gives {key}={value!r}; it must be a whole number >= {minimum} "
+                          f"(fix {key} in its {' / '.join(CONFIG_NAMES)})")
+    return value
 
 
 def _head_suffix(arch: str) -> str:
@@ -385,7 +395,7 @@ def convert_paddle_state_dict(
         hf_config["label2id"] = {f"LABEL_{i}": i for i in range(bias.shape[0])}
     num_labels = len(hf_config["id2label"]) if "id2label" in hf_config else None
     dims = _dims(hf_config, num_labels)
-    n_layers = int(hf_config["num_hidden_layers"])
+    n_layers = _size(hf_config, "num_hidden_layers")
     backbone_out = prefix if (prefixed or head != "Model") else ""
     pooler_dropped = []
 
@@ -476,7 +486,7 @@ def _expected_names(hf_config: Mapping[str, Any], head: str, backbone_prefix: st
     names |= {backbone_prefix + f"embeddings.LayerNorm.{p}" for p in ("weight", "bias")}
     if head not in NO_POOLER_HEADS:
         names |= {backbone_prefix + f"pooler.dense.{p}" for p in ("weight", "bias")}
-    for i in range(int(hf_config["num_hidden_layers"])):
+    for i in range(_size(hf_config, "num_hidden_layers")):
         for mod in ("attention.self.query", "attention.self.key", "attention.self.value",
                     "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
                     "output.dense", "output.LayerNorm"):

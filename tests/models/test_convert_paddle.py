@@ -748,3 +748,17 @@ def test_uie_against_real_paddlenlp(tmp_path):
     for name in ("start_prob", "end_prob"):
         diff = np.abs(getattr(out, name).numpy() - ref[name])[keep]
         assert diff.max() <= 1e-5, (name, float(diff.max()))
+
+
+@pytest.mark.parametrize("key, value", [("vocab_size", "x"), ("num_hidden_layers", None), ("hidden_size", 0),
+                                        ("intermediate_size", True)])
+def test_a_size_in_the_config_that_is_not_a_count_is_refused_naming_it(tmp_path, key, value):
+    # "x" used to end in a bare int() ValueError, null in a TypeError
+    rng = np.random.default_rng(5)
+    cfg = paddle_config("ErnieModel")
+    sd = paddle_backbone(cfg, rng, "ernie.")
+    src = write_paddle_dir(tmp_path / "pd", sd, {**cfg, key: value})
+    with pytest.raises(ConfigError, match=rf"config gives {key}={value!r}; it must be a whole number >= 1 "
+                                          rf"\(fix {key} in its config.json / model_config.json\)"):
+        convert_paddle_checkpoint(src, tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()
