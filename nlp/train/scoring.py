@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlp._common import ConfigError
+from nlp._common import ConfigError, DataError
 from nlp.models import prepare_for_inference
 from nlp.tasks.backend import Backend, BackendModule
 from nlp.tasks.model_dirs import load_trained_head, locate_model
+from nlp.tasks.registry import get_task
 from nlp.tasks.spec import TaskSettings, TaskSpec
 from nlp.train.finetune import TaskMetrics, evaluate_model, featurize, load_task_data
 from nlp.train.recipe import DataSection, Recipe, build_task_settings, check_recipe, migrate_recipe
@@ -43,6 +44,29 @@ def _run_data(data: str, split: str, trained: dict[str, Any], model_dir: Path) -
     where = "its recipe.yaml names" if trained else "there is no run recipe (recipe.yaml) beside it to name"
     raise ConfigError(f"--data {data!r} means the {data} split of the run's own data, but for {model_dir} "
                       f"{where} no dataset or {data} file; give --data DATASET --split {data} or --data FILE")
+
+
+def _as_given(message: str, split: str) -> str:
+    """A data error of the recipe the split is scored through, in the flags the user gave: the
+    split is that recipe's train split, which the user never named."""
+    return (message.replace("data.train_split", "--split").replace("data.max_train_samples", "--max-samples")
+            .replace("the train split", f"the {split} split").replace("data: ", "--data: ", 1))
+
+
+def _other_task_hint(data: str, is_file: bool, spec: TaskSpec) -> str:
+    """Where a built-in dataset of another task was given, a sentence saying so (its rows lack
+    the labels this task scores against)."""
+    if is_file:
+        return ""
+    from nlp.tasks import datasets
+
+    try:
+        task = datasets.dataset_info(data, with_stats=False).get("task")
+    except (ConfigError, DataError, KeyError):
+        return ""
+    if not task or get_task(task).head is spec.head:
+        return ""
+    return f". {data!r} is a {task} dataset and the model is {spec.name}: give a {spec.name} dataset (nlp data ls) or file"
 
 
 def _task_settings(spec: TaskSpec, run_recipe: dict[str, Any], overrides: dict[str, Any]) -> TaskSettings:
@@ -136,8 +160,11 @@ def scoring_split(model: str | Path, data: str, *, split: str = "test", task: st
     recipe = Recipe(task=settings, data=section)
     errors = [e for e in check_recipe(recipe) if not e.startswith(("model", "tokenizer"))]
     if errors:
-        raise ConfigError("--data: " + "; ".join(errors))
-    task_data = load_task_data(recipe, spec=spec)
+        raise ConfigError(_as_given("--data: " + "; ".join(errors), split))
+    try:
+        task_data = load_task_data(recipe, spec=spec)
+    except (ConfigError, DataError) as err:
+        raise type(err)(_as_given(str(err), split) + _other_task_hint(data, is_file, spec)) from None
     ds = task_data.splits["train"]
     from nlp.tokenizer import load_tokenizer
 

@@ -75,3 +75,22 @@ def test_nlp_evaluate_refuses_a_size_below_one_naming_the_flag(tmp_path, capsys,
     assert main(["evaluate", "ernie-tiny-zh-ner", "--data", str(_ner_file(tmp_path)), flag, value]) == 2
     err = capsys.readouterr().err
     assert f"({flag}) must be a whole number >= 1, got {value}" in err and "Traceback" not in err
+
+
+def test_nlp_evaluate_s_data_errors_name_the_flags_given(tmp_path, capsys):
+    # the split is scored as a recipe's train split: its errors used to say data.train_split and
+    # "the train split", which the user never named
+    assert main(["evaluate", "ernie-tiny-zh-ner", "--data", "msra-ner", "--split", "nope"]) == 2
+    assert "error: --split: 'msra-ner' has no split 'nope'; valid: train, dev, test" in capsys.readouterr().err
+    empty = tmp_path / "empty.conll"
+    empty.write_text("", encoding="utf-8")
+    assert main(["evaluate", "ernie-tiny-zh-ner", "--data", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "the test split" in err and "train split" not in err and "data.train_split" not in err
+
+
+def test_nlp_evaluate_says_when_the_dataset_is_another_task_s(capsys):
+    assert main(["evaluate", "ernie-tiny-zh-ner", "--data", "reviews-zh", "--max-samples", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "the test split (dataset 'reviews-zh') has no labels" in err
+    assert "'reviews-zh' is a text-classification dataset and the model is token-classification" in err
