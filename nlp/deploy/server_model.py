@@ -25,6 +25,7 @@ from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
 from nlp.models import (ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_bf16_flags, limit_onednn_cache,
                         resolve_precision)
 from nlp.models.fast_paths import gemm_row_bucket
+from nlp.tasks.backend import torch_device
 from nlp.tasks.model_dirs import locate_model, trained_max_length
 from nlp.tasks.base_pipeline import Pipeline, fitting_pad_multiple
 from nlp.tasks.registry import TaskSpec, get_task
@@ -140,9 +141,7 @@ def check_servable(model_path: str | Path, *, task: str | None = None, precision
         except (DataError, NlpError) as err:
             raise ConfigError(str(err)) from None
     else:
-        resolved = torch.device(device) if device is not None else \
-            torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        resolve_precision(precision, resolved)
+        resolve_precision(precision, _serving_device(device))
     return spec.name
 
 
@@ -174,6 +173,14 @@ def backend_advice(model_path: str | Path, *, name: str | None = None, device: A
     return None
 
 
+def _serving_device(device: Any) -> torch.device:
+    """The device a PyTorch model is served on: cuda when available, else cpu; a device given
+    (--device) that this machine lacks is a ConfigError listing the ones it has."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch_device(device, flag="--device")
+
+
 def _check_export_settings(precision: str, device: Any) -> None:
     if device not in (None, "cpu"):
         raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider; "
@@ -196,7 +203,7 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     limit_onednn_cache(ONEDNN_SERVING_CACHE_ENTRIES)
     if is_export_dir(model_dir):
         return _load_export(model_dir, spec, precision, device, max_length)
-    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = _serving_device(device)
     resolve_precision(precision, device)  # a precision the device cannot run: refused before loading
     max_length = max_length or trained_max_length(model_dir)
     # resolved by the backend, which reads the precision the model declares ("auto" on a CPU

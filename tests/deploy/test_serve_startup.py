@@ -20,6 +20,9 @@ import _serve_fixtures as fx
 
 from cli_server import nlp_env
 
+from nlp._common import ConfigError
+from nlp.deploy.server_model import check_servable
+
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -85,3 +88,16 @@ def test_port_0_serves_on_the_port_it_prints(model):
             proc.kill()
             proc.wait()
 
+
+@pytest.mark.parametrize("device", ["tpu", "cuda"])
+def test_a_device_this_machine_lacks_is_one_line_naming_device(model, device):
+    """They were torch's AssertionError ("Torch not compiled with CUDA enabled") and RuntimeError
+    ("Expected one of cpu, cuda, ..."), with tracebacks."""
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        device = f"cuda:{torch.cuda.device_count()}"  # one past the last
+    line = _one_line_error(_serve(str(model), "--host", "127.0.0.1", "--port", "0", "--device", device))
+    assert line.startswith(f"error: --device {device!r} is not a device of this machine; available here: cpu")
+    with pytest.raises(ConfigError, match=r"^--device 'tpu' is not a device of this machine; available here: cpu"):
+        check_servable(model, device="tpu")
