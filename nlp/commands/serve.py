@@ -87,12 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from nlp.commands._models import model_or_default
+    from nlp.commands._models import model_and_name
     from nlp.deploy.server import bind_sockets, run_server
     from nlp.deploy.server_config import ServeConfig
     from nlp.deploy.server_model import backend_advice, check_servable
 
-    config = ServeConfig(model=model_or_default(args.model, args.task), task=args.task, precision=args.precision, device=args.device,
+    model, name = model_and_name(args.model, args.task)
+    config = ServeConfig(model=model, name=name, task=args.task, precision=args.precision, device=args.device,
                          host=args.host, port=args.port, workers=args.workers,
                          max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
                          max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
@@ -107,11 +108,11 @@ def run(args: argparse.Namespace) -> int:
     sockets = bind_sockets(config)
     host = f"[{config.host}]" if ":" in config.host else config.host
     where = f"http://{host}:{sockets[0].getsockname()[1]}"  # --port 0: the port it got
-    print(f"serving {config.model} ({task}) on {where} "
+    print(f"serving {config.model_name} ({task}) on {where} "
           f"(workers {config.workers}); SIGTERM or Ctrl-C drains and stops", file=sys.stderr)
     if config.playground:
         print(f"playground: {where}/  API docs: {where}/docs", file=sys.stderr)
-    if (advice := backend_advice(config.model, name=args.model, device=config.device)) is not None:
+    if (advice := backend_advice(config.model, name=config.model_name, device=config.device)) is not None:
         print(f"note: {advice}", file=sys.stderr)
     run_server(config, sockets)
     return 0

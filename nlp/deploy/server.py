@@ -138,9 +138,13 @@ class _ModelServer:
             if self.stopping:  # SIGTERM came during loading
                 batcher.begin_stop(self._cutoff())
             self.served = served
-            logger.info("model ready: %s (%s, %s %s)", served.model, served.task, served.backend, served.precision)
+            logger.info("model ready: %s (%s, %s %s)", self.config.model_name, served.task, served.backend,
+                        served.precision)
         except Exception as err:  # noqa: BLE001 - /info reports it; /health says that it failed
             self.load_error = f"{type(err).__name__}: {err}"
+            if os.path.isabs(self.config.model) and self.config.model_name != self.config.model:
+                # a hub name's snapshot in the cache is an internal: the error says the name
+                self.load_error = self.load_error.replace(self.config.model, self.config.model_name)
             logger.error("could not load the model: %s", self.load_error)
 
     def _warm_up(self, served: ServingModel) -> None:
@@ -370,7 +374,7 @@ class _ModelServer:
             "status": "ok" if s is not None else ("error" if self.load_error else "loading"),
             **({"error": self.load_error} if self.load_error else {}),
             "task": s.task if s else None, "labels": s.labels if s else None,
-            "model": s.model if s else c.model, "backend": s.backend if s else None,
+            "model": c.model_name, "backend": s.backend if s else None,  # as the user named it
             "precision": s.precision if s else None, "device": s.device if s else None,
             "max_length": s.max_length if s else None, "version": self.version,
             "batching": {"max_batch_tokens": c.max_batch_tokens, "max_batch_wait_ms": c.max_batch_wait_ms,
@@ -471,7 +475,8 @@ _NESTED_TOO_DEEPLY = ("the body nests arrays or objects too deeply; send {\"inpu
 
 
 def _default_loader(config: ServeConfig) -> ServingModel:
-    return load_pipeline_for_serving(config.model, task=config.task, precision=config.precision, device=config.device)
+    return load_pipeline_for_serving(config.model, task=config.task, precision=config.precision, device=config.device,
+                                     name=config.model_name)
 
 
 def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingModel] | None = None) -> Starlette:

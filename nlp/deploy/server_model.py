@@ -191,18 +191,20 @@ def _check_export_settings(precision: str, device: Any) -> None:
 
 
 def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None, precision: str = "auto",
-                              device: Any = None, max_length: int | None = None) -> ServingModel:
+                              device: Any = None, max_length: int | None = None,
+                              name: str | None = None) -> ServingModel:
     """The pipeline to serve from a run directory, a model directory or an export directory.
 
     `task` defaults to what the model's config (or its run's recipe) says; `max_length` to the
-    run's training length, else the pipeline's default.
+    run's training length, else the pipeline's default; `name`, what the log calls the model, to
+    its directory (give the hub name a directory was resolved from: its cache path is internal).
     """
     model_dir, spec = _resolve(model_path, task)
     # every GEMM shape compiles a oneDNN kernel (bf16 included): a server runs its GEMMs
     # in row buckets (below) and keeps all of their kernels, never recompiling
     limit_onednn_cache(ONEDNN_SERVING_CACHE_ENTRIES)
     if is_export_dir(model_dir):
-        return _load_export(model_dir, spec, precision, device, max_length)
+        return _load_export(model_dir, spec, precision, device, max_length, name)
     device = _serving_device(device)
     resolve_precision(precision, device)  # a precision the device cannot run: refused before loading
     max_length = max_length or trained_max_length(model_dir)
@@ -212,13 +214,14 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     chosen = pipe.backend.precision
     pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_sequence_length)
     bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
-    logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
+    logger.info("loaded %s (%s) on %s, precision %s", name or model_dir, spec.name, device, chosen)
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec),
                         model=str(model_dir), backend="torch", precision=chosen, device=str(device),
                         max_length=pipe.max_length)
 
 
-def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_length: int | None) -> ServingModel:
+def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_length: int | None,
+                 name: str | None) -> ServingModel:
     """An `nlp export` directory on onnxruntime (CPU), in the precision it was exported in."""
     from nlp.deploy.backend import OnnxBackend  # `nlp export`'s onnxruntime backend (checked in _resolve)
 
@@ -226,7 +229,7 @@ def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_le
     backend = OnnxBackend(path)
     pipe = spec.pipeline_class(backend, path, max_length=max_length or trained_max_length(path))  # the run's recipe copy
     dynamic = "dynamic" in str((backend.manifest.get("quantization") or {}).get("method", ""))
-    logger.info("loaded %s (%s) on onnxruntime, precision %s%s", path, spec.name, backend.precision,
+    logger.info("loaded %s (%s) on onnxruntime, precision %s%s", name or path, spec.name, backend.precision,
                 "; dynamic int8 takes its activation scales per forward pass, so the server runs each "
                 "window in a pass of its own (answers independent of batch mates)" if dynamic else "")
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec), model=str(path),
