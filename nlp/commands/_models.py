@@ -31,8 +31,14 @@ def local_model(model: str) -> str:
 def model_or_default(model: str | None, task: str | None) -> str:
     """`model` as `local_model` reads it, or (no model, `--task` given) the local snapshot of the
     task's default model, resolved through the hub (sha256-verified package data, offline)."""
+    return model_and_name(model, task)[0]
+
+
+def model_and_name(model: str | None, task: str | None) -> tuple[str, str]:
+    """(`model_or_default`'s directory, the name to report it by): `model` as given (a hub name
+    stays the name, never the path of its snapshot in the cache), or the default model's name."""
     if model is not None:
-        return local_model(model)
+        return local_model(model), model
     from nlp.auto import default_model, resolve
     from nlp.tasks.registry import default_models
 
@@ -40,4 +46,5 @@ def model_or_default(model: str | None, task: str | None) -> str:
         listed = ", ".join(f"{t} ({m})" for t, m in default_models().items())
         raise ConfigError("no model given: give a run, model or export directory, or --task TASK to use the "
                           f"task's default model (tasks with one: {listed}), e.g. `--task ner`")
-    return str(resolve(default_model(task)))
+    name = default_model(task)
+    return str(resolve(name)), name

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="MODEL", nargs="?", default=None,
                    help="a run, model or export directory or a hub name (left out: --task's default model)")
     p.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host}: this machine only)")
-    p.add_argument("--port", type=int, default=d.port, help=f"TCP port (default {d.port})")
+    p.add_argument("--port", type=int, default=d.port,
+                   help=f"TCP port (default {d.port}; 0: a free one, which the first line printed names)")
     p.add_argument("--workers", type=int, default=d.workers,
                    help="server processes on the one port, each loading its own model and splitting the CPU "
                         "threads (default 1)")
@@ -86,12 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from nlp.commands._models import model_or_default
-    from nlp.deploy.server import run_server
+    from nlp.commands._models import model_and_name
+    from nlp.deploy.server import bind_sockets, run_server
     from nlp.deploy.server_config import ServeConfig
     from nlp.deploy.server_model import backend_advice, check_servable
 
-    config = ServeConfig(model=model_or_default(args.model, args.task), task=args.task, precision=args.precision, device=args.device,
+    model, name = model_and_name(args.model, args.task)
+    config = ServeConfig(model=model, name=name, task=args.task, precision=args.precision, device=args.device,
                          host=args.host, port=args.port, workers=args.workers,
                          max_batch_tokens=args.max_batch_tokens, max_batch_wait_ms=args.max_batch_wait_ms,
                          max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
@@ -100,14 +102,17 @@ def run(args: argparse.Namespace) -> int:
                          drain_timeout=args.drain_timeout, max_request_windows=args.max_request_windows,
                          max_header_bytes=args.max_header_bytes,
                          header_timeout=args.header_timeout, body_timeout=args.body_timeout)
-    # user errors now, before the server listens: a damaged export, a precision it cannot run
+    # user errors now, before the server listens: a damaged export, a precision it cannot run,
+    # then a port in use or a host not this machine's, before the model loads
     task = check_servable(config.model, task=config.task, precision=config.precision, device=config.device)
-    print(f"serving {config.model} ({task}) on http://{config.host}:{config.port} "
+    sockets = bind_sockets(config)
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    where = f"http://{host}:{sockets[0].getsockname()[1]}"  # --port 0: the port it got
+    print(f"serving {config.model_name} ({task}) on {where} "
           f"(workers {config.workers}); SIGTERM or Ctrl-C drains and stops", file=sys.stderr)
     if config.playground:
-        print(f"playground: http://{config.host}:{config.port}/  API docs: http://{config.host}:{config.port}/docs",
-              file=sys.stderr)
-    if (advice := backend_advice(config.model, name=args.model, device=config.device)) is not None:
+        print(f"playground: {where}/  API docs: {where}/docs", file=sys.stderr)
+    if (advice := backend_advice(config.model, name=config.model_name, device=config.device)) is not None:
         print(f"note: {advice}", file=sys.stderr)
-    run_server(config)
+    run_server(config, sockets)
     return 0

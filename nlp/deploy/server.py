@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import json
 import logging
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -53,7 +55,7 @@ try:
 except ImportError as err:  # the serve extra
     raise MissingExtraError(err.name or "starlette", "the model server (`nlp serve`)", extra="serve") from err
 
-from nlp._common import DataError
+from nlp._common import ConfigError, DataError
 from nlp.deploy.batching import BatchStats, DynamicBatcher, Job, QueueFull, ShuttingDown
 from nlp.deploy.heap import HeapTrimmer
 from nlp.deploy.metrics import CONTENT_TYPE, ServerMetrics
@@ -63,7 +65,7 @@ from nlp.deploy.server_openapi import openapi_document
 from nlp.deploy.server_pages import PAGE_ROUTES, page_routes
 from nlp.deploy.server_tasks import Limits, RequestError, adapter_for, routes_for, split_outputs
 
-__all__ = ["CONFIG_ENV", "ServeConfig", "app_from_environment", "create_app", "run_server"]
+__all__ = ["CONFIG_ENV", "ServeConfig", "app_from_environment", "bind_sockets", "create_app", "run_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,9 +138,13 @@ class _ModelServer:
             if self.stopping:  # SIGTERM came during loading
                 batcher.begin_stop(self._cutoff())
             self.served = served
-            logger.info("model ready: %s (%s, %s %s)", served.model, served.task, served.backend, served.precision)
+            logger.info("model ready: %s (%s, %s %s)", self.config.model_name, served.task, served.backend,
+                        served.precision)
         except Exception as err:  # noqa: BLE001 - /info reports it; /health says that it failed
             self.load_error = f"{type(err).__name__}: {err}"
+            if os.path.isabs(self.config.model) and self.config.model_name != self.config.model:
+                # a hub name's snapshot in the cache is an internal: the error says the name
+                self.load_error = self.load_error.replace(self.config.model, self.config.model_name)
             logger.error("could not load the model: %s", self.load_error)
 
     def _warm_up(self, served: ServingModel) -> None:
@@ -368,7 +374,7 @@ class _ModelServer:
             "status": "ok" if s is not None else ("error" if self.load_error else "loading"),
             **({"error": self.load_error} if self.load_error else {}),
             "task": s.task if s else None, "labels": s.labels if s else None,
-            "model": s.model if s else c.model, "backend": s.backend if s else None,
+            "model": c.model_name, "backend": s.backend if s else None,  # as the user named it
             "precision": s.precision if s else None, "device": s.device if s else None,
             "max_length": s.max_length if s else None, "version": self.version,
             "batching": {"max_batch_tokens": c.max_batch_tokens, "max_batch_wait_ms": c.max_batch_wait_ms,
@@ -469,7 +475,8 @@ _NESTED_TOO_DEEPLY = ("the body nests arrays or objects too deeply; send {\"inpu
 
 
 def _default_loader(config: ServeConfig) -> ServingModel:
-    return load_pipeline_for_serving(config.model, task=config.task, precision=config.precision, device=config.device)
+    return load_pipeline_for_serving(config.model, task=config.task, precision=config.precision, device=config.device,
+                                     name=config.model_name)
 
 
 def create_app(config: ServeConfig, *, loader: Callable[[ServeConfig], ServingModel] | None = None) -> Starlette:
@@ -523,13 +530,68 @@ def uvicorn_settings(config: ServeConfig) -> dict[str, Any]:
                 http=protocol_for(config.max_header_bytes, config.max_headers, config.header_timeout))
 
 
-def run_server(config: ServeConfig) -> None:
+def _bind_error(config: ServeConfig, err: OSError) -> ConfigError:
+    """What the user can do about a socket that would not bind, naming the flag to change."""
+    where = f"--port {config.port} on {config.host}"
+    if err.errno == errno.EADDRINUSE:
+        return ConfigError(f"{where} is in use ({err.strerror}); pick another --port, or --port 0 for a free one")
+    if err.errno == errno.EACCES:
+        return ConfigError(f"{where} is refused to this user ({err.strerror}; ports below 1024 need privileges); "
+                           "pick a --port above 1023, or --port 0 for a free one")
+    return ConfigError(f"--host {config.host!r} cannot be listened on here ({err.strerror or err}); give an "
+                       "address of this machine: 127.0.0.1 (this machine only), 0.0.0.0 (every IPv4 interface) "
+                       "or :: (every interface)")
+
+
+def bind_sockets(config: ServeConfig) -> list[socket.socket]:
+    """Listening sockets on `config.host` and `config.port`: one per address the host resolves to
+    (`localhost`: 127.0.0.1 and ::1), on the port the first one got when `port` is 0. Bound here,
+    before the server starts, so a port in use or a host that is not this machine's is one
+    ConfigError (naming --port or --host), raised before the model loads; uvicorn, left to bind
+    them, exited from its event loop while the model-loading thread ran in torch (SIGABRT)."""
+    try:
+        infos = socket.getaddrinfo(config.host or None, config.port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as err:
+        raise _bind_error(config, OSError(err.errno, err.strerror)) from None
+    sockets: list[socket.socket] = []
+    port = config.port
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            # as asyncio's create_server: TIME_WAIT connections of a previous server do not block
+            # the port (a listening socket still does), and an IPv6 socket leaves IPv4 to its own
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address[0], port, *address[2:]))
+            port = sock.getsockname()[1]  # --port 0: every address on the port the first one got
+            sock.listen(2048)  # uvicorn's default backlog
+            sock.set_inheritable(True)
+    except OSError as err:
+        for sock in sockets:
+            sock.close()
+        raise _bind_error(config, err) from None
+    return sockets
+
+
+def run_server(config: ServeConfig, sockets: list[socket.socket] | None = None) -> None:
     """Serve until SIGTERM / SIGINT; they stop accepting, drain requests in flight (at most
-    `drain_timeout` seconds), then return, so the process exits 0."""
+    `drain_timeout` seconds), then return, so the process exits 0.
+
+    `sockets`: what `bind_sockets(config)` returned (the CLI binds them before it says where it
+    serves); default: bound here, first. ConfigError when they cannot be (a port in use)."""
     import uvicorn
 
+    sockets = sockets if sockets is not None else bind_sockets(config)
     common = uvicorn_settings(config)
+    common["port"] = sockets[0].getsockname()[1]  # --port 0: the one chosen, for uvicorn's log line
     if config.workers > 1:
+        # uvicorn's supervisor binds its own socket (what it passes its workers is version-specific):
+        # the ones bound here proved the host and port free, and gave --port 0 its port
+        for sock in sockets:
+            sock.close()
         os.environ[CONFIG_ENV] = json.dumps(asdict(config))
         # the supervisor forwards SIGTERM to the workers, each drains its own requests; the protocol
         # goes by its import path to the spawned workers, which set its limits (app_from_environment)
@@ -546,4 +608,4 @@ def run_server(config: ServeConfig) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, after_drain)
-    server.run()
+    server.run(sockets=sockets)

@@ -11,9 +11,12 @@ __all__ = ["PRECISIONS", "ServeConfig"]
 
 @dataclass
 class ServeConfig:
-    """Settings of `nlp serve` (the CLI flags of the same names)."""
+    """Settings of `nlp serve` (the CLI flags of the same names; `name` is the MODEL argument as given)."""
 
     model: str                       # a run, model or export directory
+    # what the user called the model (a hub name, or the directory as they gave it), which /info,
+    # the log and the CLI report: never the hub's cache path `model` holds for a hub name
+    name: str | None = None          # default: model
     task: str | None = None          # default: what the model's config says
     precision: str = "auto"          # auto | fp32 | bf16 | fp16 | int8 (PyTorch models; nlp/models/precision.py)
     device: str | None = None        # default: cuda when available, else cpu
@@ -63,6 +66,10 @@ class ServeConfig:
             raise ConfigError(f"precision {self.precision!r} is not one of {', '.join(PRECISIONS)}")
         if self.token is not None and not self.token:
             raise ConfigError("token is empty; leave it out to serve without authentication")
+
+    @property
+    def model_name(self) -> str:
+        return self.name or self.model
 
     @property
     def max_body_bytes(self) -> int:

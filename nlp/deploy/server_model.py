@@ -25,6 +25,7 @@ from nlp.deploy.manifest import MANIFEST_NAME, is_export_dir, read_manifest
 from nlp.models import (ONEDNN_SERVING_CACHE_ENTRIES, bucket_gemm_rows, cpu_bf16_flags, limit_onednn_cache,
                         resolve_precision)
 from nlp.models.fast_paths import gemm_row_bucket
+from nlp.tasks.backend import torch_device
 from nlp.tasks.model_dirs import locate_model, trained_max_length
 from nlp.tasks.base_pipeline import Pipeline, fitting_pad_multiple
 from nlp.tasks.registry import TaskSpec, get_task
@@ -140,9 +141,7 @@ def check_servable(model_path: str | Path, *, task: str | None = None, precision
         except (DataError, NlpError) as err:
             raise ConfigError(str(err)) from None
     else:
-        resolved = torch.device(device) if device is not None else \
-            torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        resolve_precision(precision, resolved)
+        resolve_precision(precision, _serving_device(device))
     return spec.name
 
 
@@ -174,6 +173,14 @@ def backend_advice(model_path: str | Path, *, name: str | None = None, device: A
     return None
 
 
+def _serving_device(device: Any) -> torch.device:
+    """The device a PyTorch model is served on: cuda when available, else cpu; a device given
+    (--device) that this machine lacks is a ConfigError listing the ones it has."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch_device(device, flag="--device")
+
+
 def _check_export_settings(precision: str, device: Any) -> None:
     if device not in (None, "cpu"):
         raise ConfigError(f"device={device!r}: an export directory runs on onnxruntime's CPU provider; "
@@ -184,19 +191,21 @@ def _check_export_settings(precision: str, device: Any) -> None:
 
 
 def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None, precision: str = "auto",
-                              device: Any = None, max_length: int | None = None) -> ServingModel:
+                              device: Any = None, max_length: int | None = None,
+                              name: str | None = None) -> ServingModel:
     """The pipeline to serve from a run directory, a model directory or an export directory.
 
     `task` defaults to what the model's config (or its run's recipe) says; `max_length` to the
-    run's training length, else the pipeline's default.
+    run's training length, else the pipeline's default; `name`, what the log calls the model, to
+    its directory (give the hub name a directory was resolved from: its cache path is internal).
     """
     model_dir, spec = _resolve(model_path, task)
     # every GEMM shape compiles a oneDNN kernel (bf16 included): a server runs its GEMMs
     # in row buckets (below) and keeps all of their kernels, never recompiling
     limit_onednn_cache(ONEDNN_SERVING_CACHE_ENTRIES)
     if is_export_dir(model_dir):
-        return _load_export(model_dir, spec, precision, device, max_length)
-    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return _load_export(model_dir, spec, precision, device, max_length, name)
+    device = _serving_device(device)
     resolve_precision(precision, device)  # a precision the device cannot run: refused before loading
     max_length = max_length or trained_max_length(model_dir)
     # resolved by the backend, which reads the precision the model declares ("auto" on a CPU
@@ -205,13 +214,14 @@ def load_pipeline_for_serving(model_path: str | Path, *, task: str | None = None
     chosen = pipe.backend.precision
     pipe.pad_to_multiple_of = serving_pad_multiple(pipe.max_length, pipe.config.max_sequence_length)
     bucket_gemm_rows(pipe.model)  # GEMM row counts in ~32 buckets, whatever the mix of batch shapes
-    logger.info("loaded %s (%s) on %s, precision %s", model_dir, spec.name, device, chosen)
+    logger.info("loaded %s (%s) on %s, precision %s", name or model_dir, spec.name, device, chosen)
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(pipe.model.config, spec),
                         model=str(model_dir), backend="torch", precision=chosen, device=str(device),
                         max_length=pipe.max_length)
 
 
-def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_length: int | None) -> ServingModel:
+def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_length: int | None,
+                 name: str | None) -> ServingModel:
     """An `nlp export` directory on onnxruntime (CPU), in the precision it was exported in."""
     from nlp.deploy.backend import OnnxBackend  # `nlp export`'s onnxruntime backend (checked in _resolve)
 
@@ -219,7 +229,7 @@ def _load_export(path: Path, spec: TaskSpec, precision: str, device: Any, max_le
     backend = OnnxBackend(path)
     pipe = spec.pipeline_class(backend, path, max_length=max_length or trained_max_length(path))  # the run's recipe copy
     dynamic = "dynamic" in str((backend.manifest.get("quantization") or {}).get("method", ""))
-    logger.info("loaded %s (%s) on onnxruntime, precision %s%s", path, spec.name, backend.precision,
+    logger.info("loaded %s (%s) on onnxruntime, precision %s%s", name or path, spec.name, backend.precision,
                 "; dynamic int8 takes its activation scales per forward pass, so the server runs each "
                 "window in a pass of its own (answers independent of batch mates)" if dynamic else "")
     return ServingModel(pipeline=pipe, task=spec.name, labels=_labels(backend.config, spec), model=str(path),

@@ -21,9 +21,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from nlp._common import ConfigError
 from nlp.models import ErnieConfig, PreTrainedEncoder, prepare_for_inference
 
-__all__ = ["Backend", "TorchBackend", "BackendModule", "torch_device"]
+__all__ = ["Backend", "TorchBackend", "BackendModule", "available_devices", "torch_device"]
 
 
 @runtime_checkable
@@ -40,13 +41,49 @@ class Backend(Protocol):
     def __call__(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
 
-def torch_device(device: Any) -> torch.device:
-    """None -> CPU; an int -> CPU when negative, else that CUDA device; else torch.device(device)."""
+def available_devices() -> list[str]:
+    """The devices a model can run on here, for messages: cpu; cuda and cuda:N where torch sees a
+    CUDA device; mps where torch has Apple's Metal."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    if torch.backends.mps.is_available():
+        found.append("mps")
+    return found
+
+
+def torch_device(device: Any, *, flag: str = "device") -> torch.device:
+    """None -> CPU; an int -> CPU when negative, else that CUDA device; else torch.device(device).
+    ConfigError, naming `flag` (`device`, or a command's `--device`), for a device this machine
+    lacks: the one check of every device a user gives (pipelines, `nlp serve`)."""
     if device is None:
         return torch.device("cpu")
-    if isinstance(device, int):
-        return torch.device("cpu") if device < 0 else torch.device("cuda", device)
-    return torch.device(device)
+    try:
+        if isinstance(device, int) and not isinstance(device, bool):
+            chosen = torch.device("cpu") if device < 0 else torch.device("cuda", device)
+        else:
+            chosen = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):  # "tpu", "cuda:x", ...: torch's "Expected one of cpu, cuda, ..."
+        chosen = None
+    if chosen is not None and _on_this_machine(chosen):
+        return chosen
+    option = flag.startswith("--")  # a command's flag, or a keyword argument
+    given, cpu = (f"{flag} {device!r}", f"{flag} cpu") if option else (f"{flag}={device!r}", f"{flag}='cpu'")
+    fix = f"Give one of them, e.g. {cpu}"
+    if chosen is not None and chosen.type == "cuda" and not torch.cuda.is_available():
+        fix = ("This torch was built without CUDA: install a CUDA build of torch for a GPU, or give " + cpu
+               if torch.version.cuda is None else
+               f"Torch sees no CUDA device: check the driver and CUDA_VISIBLE_DEVICES, or give {cpu}")
+    raise ConfigError(f"{given} is not a device of this machine; available here: {', '.join(available_devices())}. "
+                      f"{fix}")
+
+
+def _on_this_machine(device: torch.device) -> bool:
+    if device.type == "cuda":
+        return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
+    if device.type == "mps":
+        return torch.backends.mps.is_available()
+    return device.type == "cpu"
 
 
 class TorchBackend:

@@ -59,6 +59,22 @@ def test_auto_follows_the_hardware_and_names_are_checked(monkeypatch):
         resolve_precision("bf61", "cpu")
 
 
+
+def test_a_device_this_machine_lacks_is_a_config_error_listing_the_ones_it_has(dirs, monkeypatch):
+    """`device="cuda"` on a torch without CUDA was torch's AssertionError ("Torch not compiled with
+    CUDA enabled"), `device="tpu"` its RuntimeError ("Expected one of cpu, cuda, ...")."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device in ("tpu", "cuda", "cuda:1", 0):
+        with pytest.raises(ConfigError, match=r"^device=.* is not a device of this machine; available here: cpu\. "):
+            pipeline("text-classification", model=dirs["clf"], device=device)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ConfigError, match=r"device='cuda:2' is not a device of this machine; available here: cpu, "
+                                          r"cuda, cuda:0, cuda:1\. "):
+        pipeline("text-classification", model=dirs["clf"], device="cuda:2")
+    assert pipeline("text-classification", model=dirs["clf"], device="cpu").backend.device == torch.device("cpu")
+    assert pipeline("text-classification", model=dirs["clf"], device=-1).backend.device == torch.device("cpu")
+
 @bf16_kernels
 def test_a_pipeline_in_bf16_casts_the_weights_once_and_agrees_with_fp32(dirs):
     fp32 = pipeline("text-classification", model=dirs["clf"])
