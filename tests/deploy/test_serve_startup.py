@@ -47,6 +47,17 @@ def _one_line_error(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+def _wait_until_healthy(proc: subprocess.Popen, url: str) -> None:
+    while True:  # bounded by the test's timeout
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            if httpx.get(url + "/health", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_port_in_use_is_one_line_naming_port_before_the_model_loads(model, workers):
     """It used to print "serving ... on", start loading the model, then uvicorn's bind failed and
@@ -76,14 +87,7 @@ def test_port_0_serves_on_the_port_it_prints(model):
         found = re.search(r" on http://127\.0\.0\.1:(\d+) ", first)
         assert found and found.group(1) != "0", first
         url = f"http://127.0.0.1:{found.group(1)}"
-        while True:  # bounded by the test's timeout
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        _wait_until_healthy(proc, url)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
     finally:
@@ -106,7 +110,6 @@ def test_a_device_this_machine_lacks_is_one_line_naming_device(model, device):
         check_servable(model, device="tpu")
 
 
-
 def test_info_and_the_log_name_a_hub_model_as_given_not_its_cache_path(tmp_path):
     """/info (open without --token) and the start-up lines said
     "/root/.cache/nlp/hub/files--ernie-tiny-zh-ner/snapshots/builtin-sha-.../"."""
@@ -119,14 +122,7 @@ def test_info_and_the_log_name_a_hub_model_as_given_not_its_cache_path(tmp_path)
         first = proc.stderr.readline()
         assert first.startswith("serving ernie-tiny-zh-ner (token-classification) on "), first
         url = "http://127.0.0.1:" + re.search(r":(\d+) ", first).group(1)
-        while True:  # bounded by the test's timeout
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        _wait_until_healthy(proc, url)
         info = httpx.get(url + "/info", timeout=30)
         assert info.json()["model"] == "ernie-tiny-zh-ner"
         assert str(cache) not in info.text
