@@ -129,10 +129,13 @@ def check_trained_head(model_dir: Path, task: str) -> None:
 def load_trained_head(model_dir: Path, task: str, head: type | None = None) -> Any:
     """`task`'s head (`head`, default the spec's) loaded from `model_dir` for inference, or
     ConfigError where its answers would be random: the model was trained for another task
-    (`check_trained_head`), or the checkpoint lacks the head's weights (a pretrained base model)."""
-    check_trained_head(model_dir, task)
+    (`check_trained_head`), or the checkpoint lacks the head's weights (a pretrained base model).
+    A head with no weights of its own (feature extraction's pooling) runs on any encoder: the
+    vectors of a fine-tuned classifier's encoder are its encoder's, not random."""
     name = get_task(task).name
     model = (head or get_task(task).head).from_pretrained(model_dir)
+    if any(not n.startswith("backbone.") for n, _ in model.named_parameters()):
+        check_trained_head(model_dir, task)
     if model.new_head_weights:
         raise ConfigError(f"{str(model_dir)!r} has no {name} head: its weights ({', '.join(model.new_head_weights)}) "
                           f"are not in the checkpoint, a pretrained model not fine-tuned for {name}, so its answers "

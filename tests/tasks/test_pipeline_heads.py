@@ -36,6 +36,7 @@ def test_a_base_model_under_a_task_head_is_refused():
     ("pos-tagging", "ernie-tiny-zh-lexical", "我爱北京"),
     ("word-segmentation", "ernie-tiny-zh-lexical", "我爱北京"),
     ("feature-extraction", "ernie-tiny-zh", "我爱北京"),  # a base model's vectors: no head to train
+    ("feature-extraction", "e5-small-zh-sentiment", "我爱北京"),  # a classifier's encoder: pooled, no weights
 ])
 def test_a_head_the_model_has_runs(task, model, text):
     pipe = nlp.pipeline(task, model=model)
