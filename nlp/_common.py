@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import hashlib
 import logging
 import os
@@ -147,9 +148,10 @@ def output_path_error(path: str | os.PathLike, option: str, err: OSError) -> Con
 
 # The one name scheme of a directory written whole: `.tmp-NAME` (shared by every process of a run:
 # a checkpoint they all write into), `.tmp-NAME~HOST_PID_XXXXXXXX` (one writer's own: HOST a hash
-# of the host name and pid namespace, PID the writing process), and the directory it replaces, moved aside for a
-# moment, `.tmp-NAME~HOST_PID_XXXXXXXX.old`. Stale-cleanup recognises them all with
-# `temporary_target`; the writer's part lets `remove_abandoned_temporaries` tell a dead writer's.
+# of the host name and pid namespace, PID the writing process), and the directory it replaces,
+# moved aside for a moment, `.tmp-NAME~HOST_PID_XXXXXXXX.old`. Stale-cleanup recognises them all
+# with `temporary_target`; the writer's part lets `remove_abandoned_temporaries` tell a dead
+# writer's.
 _TEMP_DIR = re.compile(r"^\.tmp-(?P<name>[^~]+)(?:~[A-Za-z0-9_]+(?:\.old)?)?$")
 _WRITER = re.compile(r"^\.tmp-(?P<name>[^~]+)~(?P<host>[0-9a-f]{8})_(?P<pid>[0-9]+)_[A-Za-z0-9_]+(?:\.old)?$")
 
@@ -233,10 +235,9 @@ def remove_abandoned_temporaries(path: str | os.PathLike) -> list[Path]:
     removed: list[Path] = []
     if not path.parent.is_dir():
         return removed
-    host = _writer().split("_")[0]
     for p in path.parent.glob(f".tmp-{path.name}~*"):
         m = _WRITER.match(p.name)
-        if m is None or m.group("name") != path.name or m.group("host") != host or _running(int(m.group("pid"))):
+        if m is None or m.group("name") != path.name or m.group("host") != _host() or _running(int(m.group("pid"))):
             continue
         shutil.rmtree(p, ignore_errors=True)
         removed.append(p)
@@ -245,14 +246,20 @@ def remove_abandoned_temporaries(path: str | os.PathLike) -> list[Path]:
 
 
 def _writer() -> str:
-    """This process's part of a temporary name: `HOST_PID`, HOST a hash of the host name and the
-    pid namespace (two containers may share a host name and a volume, but not their pids)."""
+    """This process's part of a temporary name: `HOST_PID` (the pid read each time: a forked
+    child writes as itself)."""
+    return f"{_host()}_{os.getpid()}"
+
+
+@functools.cache
+def _host() -> str:
+    """A hash of the host name and the pid namespace (two containers may share a host name and a
+    volume, but not their pids): whose pids a temporary name's PID is."""
     try:
         namespace = str(os.stat("/proc/self/ns/pid").st_ino)
     except OSError:  # no /proc (not Linux)
         namespace = ""
-    host = hashlib.sha256(f"{os.uname().nodename}/{namespace}".encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    return f"{host}_{os.getpid()}"
+    return hashlib.sha256(f"{os.uname().nodename}/{namespace}".encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
 def _running(pid: int) -> bool:

@@ -1,6 +1,7 @@
 """The `nlp` command as a user runs it, for the CLI tests: `run_nlp` (a command that must exit 0)
-and `cli_server` (`nlp serve` on a free loopback port, ready when /health answers 200, stopped
-with SIGTERM, which must exit 0, when the block ends); `nlp_env` is the environment both use."""
+and `cli_server` (`nlp serve` on a free loopback port, ready when /health answers 200
+(`wait_until_healthy`), stopped with SIGTERM, which must exit 0, when the block ends); `nlp_env`
+is the environment both use."""
 
 from __future__ import annotations
 
@@ -54,6 +55,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_healthy(proc: subprocess.Popen, url: str, timeout: float = 300) -> None:
+    """Return once `url`/health answers 200; fail with the server's stderr if it exits first,
+    or once `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, proc.communicate()[1]
+        try:
+            if httpx.get(url + "/health", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not get ready"
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def cli_server(target: str, args: Sequence[str] = (), *, env: dict[str, str] | None = None,
                ready_timeout: float = 300, cwd: str | Path | None = None) -> Iterator[str]:
@@ -64,16 +80,7 @@ def cli_server(target: str, args: Sequence[str] = (), *, env: dict[str, str] | N
                              "--port", str(port), *args],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not get ready"
-            time.sleep(0.5)
+        wait_until_healthy(proc, url, ready_timeout)
         yield url
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -132,8 +132,9 @@ def load_trained_head(model_dir: Path, task: str, head: type | None = None) -> A
     (`check_trained_head`), or the checkpoint lacks the head's weights (a pretrained base model).
     A head with no weights of its own (feature extraction's pooling) runs on any encoder: the
     vectors of a fine-tuned classifier's encoder are its encoder's, not random."""
-    name = get_task(task).name
-    model = (head or get_task(task).head).from_pretrained(model_dir)
+    spec = get_task(task)
+    name = spec.name
+    model = (head or spec.head).from_pretrained(model_dir)
     if any(not n.startswith("backbone.") for n, _ in model.named_parameters()):
         check_trained_head(model_dir, task)
     if model.new_head_weights:

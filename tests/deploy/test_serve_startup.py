@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import _serve_fixtures as fx
 
-from cli_server import nlp_env
+from cli_server import nlp_env, wait_until_healthy
 
 from nlp._common import ConfigError
 from nlp.deploy.server_config import ServeConfig
@@ -45,17 +45,6 @@ def _one_line_error(r: subprocess.CompletedProcess) -> str:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     return lines[0]
-
-
-def _wait_until_healthy(proc: subprocess.Popen, url: str) -> None:
-    while True:  # bounded by the test's timeout
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if httpx.get(url + "/health", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -87,7 +76,7 @@ def test_port_0_serves_on_the_port_it_prints(model):
         found = re.search(r" on http://127\.0\.0\.1:(\d+) ", first)
         assert found and found.group(1) != "0", first
         url = f"http://127.0.0.1:{found.group(1)}"
-        _wait_until_healthy(proc, url)
+        wait_until_healthy(proc, url)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
     finally:
@@ -122,7 +111,7 @@ def test_info_and_the_log_name_a_hub_model_as_given_not_its_cache_path(tmp_path)
         first = proc.stderr.readline()
         assert first.startswith("serving ernie-tiny-zh-ner (token-classification) on "), first
         url = "http://127.0.0.1:" + re.search(r":(\d+) ", first).group(1)
-        _wait_until_healthy(proc, url)
+        wait_until_healthy(proc, url)
         info = httpx.get(url + "/info", timeout=30)
         assert info.json()["model"] == "ernie-tiny-zh-ner"
         assert str(cache) not in info.text
